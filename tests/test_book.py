@@ -1,0 +1,119 @@
+"""The book's own structure: the table of contents and the files agree, chapters are in the course's order,
+every notebook passes the static hygiene checks, the repository URL lives in one place."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import check_notebooks  # noqa: E402  (tools/ is not a package)
+
+# The course's chapter order (DESIGN.md / CURRICULUM.md): file stems start with their number.
+CHAPTER_ORDER = ["attention_history", "bahdanau", "general_attention", "self_attention", "multi_head",
+                 "positional", "encoder", "decoder", "training"]
+
+
+def toc_files() -> list[str]:
+    """Every `file:` and `root:` entry of _toc.yml, in order (the file is ours and simple: no YAML library)."""
+    text = (ROOT / "_toc.yml").read_text()
+    return re.findall(r"^\s*(?:-\s*)?(?:file|root):\s*(\S+)", text, flags=re.MULTILINE)
+
+
+def resolve(entry: str) -> Path | None:
+    for suffix in ("", ".md", ".ipynb"):
+        candidate = ROOT / f"{entry}{suffix}"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def test_every_toc_entry_exists():
+    missing = [entry for entry in toc_files() if resolve(entry) is None]
+    assert not missing, f"_toc.yml lists files that do not exist: {missing}"
+
+
+def test_every_book_page_is_in_the_toc():
+    listed = {resolve(entry) for entry in toc_files()}
+    pages = {p for p in (ROOT / "book").glob("*") if p.suffix in (".md", ".ipynb")}
+    orphans = sorted(p.name for p in pages - listed)
+    assert not orphans, f"pages in book/ missing from _toc.yml (they would not be built): {orphans}"
+
+
+def test_intro_notation_and_references_are_present():
+    entries = toc_files()
+    assert entries[0] == "book/intro"
+    assert "book/notation" in entries and entries[-1] == "book/references"
+
+
+def test_chapters_follow_the_course_order():
+    chapters = [Path(e).name for e in toc_files() if re.match(r"\d\d_", Path(e).name)]
+    numbers = [int(name[:2]) for name in chapters]
+    assert numbers == sorted(numbers), f"chapters out of order in _toc.yml: {chapters}"
+    for name in chapters:
+        number = int(name[:2])
+        assert CHAPTER_ORDER[number - 1] in name, (
+            f"chapter file {name}: chapter {number} of the course is {CHAPTER_ORDER[number - 1]!r}")
+
+
+def test_exactly_one_bibliography_directive():
+    pages = [p for p in (ROOT / "book").glob("*") if p.suffix in (".md", ".ipynb")]
+    count = sum(p.read_text().count("{bibliography}") for p in pages)
+    assert count == 1, f"expected exactly one {{bibliography}} directive in the book, found {count}"
+
+
+def test_repository_url_is_a_github_url():
+    url = check_notebooks.repository_url()
+    assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", url), url
+
+
+NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_hygiene(path):
+    problems = check_notebooks.check_notebook(path)
+    assert not problems, "\n".join(problems)
+
+
+def _write_nb(path: Path, cells: list[dict]) -> Path:
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return path
+
+
+def _code(source, count, outputs=(), tags=()):
+    return {"cell_type": "code", "execution_count": count, "metadata": {"tags": list(tags)},
+            "outputs": list(outputs), "source": source}
+
+
+def test_hygiene_check_catches_each_problem(tmp_path):
+    url = check_notebooks.repository_url()
+    colab = _code(check_notebooks.colab_cell_source(url), 1, tags=["remove-cell"])
+    good = [colab, _code("from transformer_course import set_seed\nrng = set_seed(0)", 2),
+            _code("print(1)", 3, [{"output_type": "stream", "name": "stdout", "text": "1\n"}])]
+    assert check_notebooks.check_notebook(_write_nb(tmp_path / "good.ipynb", good), url) == []
+
+    no_install = good[1:]
+    assert any("Colab install" in p for p in
+               check_notebooks.check_notebook(_write_nb(tmp_path / "a.ipynb", no_install), url))
+    wrong_url = [_code(check_notebooks.colab_cell_source("https://github.com/other/repo"), 1,
+                       tags=["remove-cell"]), *good[1:]]
+    assert any("not the Colab install cell" in p for p in
+               check_notebooks.check_notebook(_write_nb(tmp_path / "b.ipynb", wrong_url), url))
+    unexecuted = [colab, good[1], _code("print(1)", None)]
+    assert any("never executed" in p for p in
+               check_notebooks.check_notebook(_write_nb(tmp_path / "c.ipynb", unexecuted), url))
+    no_seed = [colab, _code("import numpy", 2), _code("x = 1", 3), _code("print(1)", 4)]
+    assert any("seeds" in p for p in
+               check_notebooks.check_notebook(_write_nb(tmp_path / "d.ipynb", no_seed), url))
+    abs_path = [*good[:2], _code("open('/work/main/x')", 3)]
+    assert any("absolute path" in p for p in
+               check_notebooks.check_notebook(_write_nb(tmp_path / "e.ipynb", abs_path), url))
+    error = [*good[:2], _code("1/0", 3, [{"output_type": "error", "ename": "ZeroDivisionError",
+                                          "evalue": "", "traceback": []}])]
+    assert any("stored an error" in p for p in
+               check_notebooks.check_notebook(_write_nb(tmp_path / "f.ipynb", error), url))

@@ -1,0 +1,111 @@
+"""The package skeleton: config dataclasses and presets, set_seed, show_source/show_diff, the course style."""
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import numpy as np
+import pytest
+
+from transformer_course import ModelConfig, TrainConfig, get_preset, get_train_preset, set_seed
+from transformer_course.config import MODEL_PRESETS, TRAIN_PRESETS
+from transformer_course.display import show_diff, show_source
+
+
+def test_model_config_is_frozen_and_has_paper_defaults():
+    config = ModelConfig()
+    assert (config.d_model, config.n_heads, config.d_ff) == (512, 8, 2048)
+    assert (config.n_encoder_layers, config.n_decoder_layers, config.dropout) == (6, 6, 0.1)
+    assert config.d_head == 64
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.d_model = 256
+
+
+def test_train_config_has_the_papers_adam_and_smoothing():
+    config = TrainConfig()
+    assert (config.adam_beta1, config.adam_beta2, config.adam_eps) == (0.9, 0.98, 1e-9)
+    assert config.label_smoothing == 0.1
+
+
+def test_every_preset_is_valid_and_found_by_name():
+    for name, preset in MODEL_PRESETS.items():
+        assert get_preset(name) is preset
+        assert preset.d_model % preset.n_heads == 0
+    for name, preset in TRAIN_PRESETS.items():
+        assert get_train_preset(name) is preset
+    with pytest.raises(ValueError, match="preset: expected one of"):
+        get_preset("huge")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"d_model": 30, "n_heads": 4}, "divisible by n_heads"),
+    ({"d_model": 0}, "d_model: expected a positive int"),
+    ({"positional": "rotary"}, "positional: expected 'sinusoidal' or 'learned'"),
+    ({"dropout": 1.5}, "dropout: expected a probability"),
+    ({"pad_id": 5000}, "pad_id"),
+])
+def test_model_config_rejects_bad_values_with_a_clear_message(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ModelConfig(**kwargs)
+
+
+def test_replace_checks_names_and_types():
+    config = get_preset("course")
+    assert config.replace(d_model=256, n_heads=8).d_model == 256
+    assert config.replace(dropout=0).dropout == 0.0  # an int is accepted for a float field
+    with pytest.raises(ValueError, match="unknown field 'd_modle'"):
+        config.replace(d_modle=256)
+    with pytest.raises(TypeError, match="d_model: expected int, got str"):
+        config.replace(d_model="256")
+    with pytest.raises(ValueError, match="precision"):
+        TrainConfig(precision="fp8")
+
+
+def test_config_round_trips_through_a_dict():
+    config = get_preset("tiny").replace(norm_first=True)
+    assert ModelConfig.from_dict(config.to_dict()) == config
+
+
+def test_set_seed_reproduces_python_numpy_and_torch():
+    torch = pytest.importorskip("torch")
+    rng = set_seed(7)
+    first = (random.random(), np.random.rand(), torch.rand(1).item(), rng.normal())
+    rng = set_seed(7)
+    second = (random.random(), np.random.rand(), torch.rand(1).item(), rng.normal())
+    assert first == second
+    with pytest.raises(ValueError, match="seed: expected a non-negative int"):
+        set_seed(-1)
+
+
+def test_show_source_gives_highlighted_html_and_plain_text():
+    view = show_source(set_seed)
+    text = repr(view)
+    assert text.startswith("# transformer_course/utils.py, lines ")
+    assert "def set_seed(seed: int)" in text
+    html = view._repr_html_()
+    assert "set_seed" in html and "<span" in html and "style=" in html  # inline styles: no extra CSS needed
+    assert "/work/" not in text + html  # no absolute paths in stored notebook outputs
+
+
+def test_show_source_rejects_objects_without_source():
+    with pytest.raises(TypeError, match="obj: expected a function, class or module"):
+        show_source(42)
+
+
+def test_show_diff_aligns_the_two_sources():
+    view = show_diff(get_preset, get_train_preset)
+    text = repr(view)
+    assert text.startswith("--- transformer_course/config.py")
+    assert "-def get_preset(name: str) -> ModelConfig:" in text
+    assert "+def get_train_preset(name: str) -> TrainConfig:" in text
+    assert view._repr_html_().count("<tr") >= len(view.left.code.splitlines())
+
+
+def test_course_style_applies_to_matplotlib():
+    import matplotlib as mpl
+
+    from transformer_course.viz import use_course_style
+
+    use_course_style()
+    assert mpl.rcParams["axes.spines.top"] is False
+    assert mpl.rcParams["image.cmap"] == "viridis"

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Execute chapter notebooks in a clean kernel, top to bottom, and store their outputs.
+
+This is the only way stored outputs are written. It
+- refuses to run when MPLBACKEND is set (it reaches the kernel and strips figures from the outputs);
+- starts a fresh kernel of this interpreter per notebook, in the notebook's folder (as nbval does);
+- records no timing metadata (re-running gives no diff for text and plot outputs);
+- saves widget state (nbclient's default), so widgets can be rendered statically;
+- fails on any error, except in cells tagged `raises-exception`.
+
+    python tools/execute_notebooks.py                 # every notebook in book/
+    python tools/execute_notebooks.py book/03_*.ipynb # some of them
+    python tools/execute_notebooks.py -j 2            # two at a time
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT_S = 900  # per cell; chapters are meant to run in minutes
+
+
+def _strip_metadata(nb) -> None:
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)  # timestamps: noise in every diff
+        if cell.cell_type == "code":
+            cell.metadata.pop("collapsed", None)
+            cell.metadata.pop("scrolled", None)
+    nb.metadata.pop("papermill", None)
+    # Pin the kernelspec and language to what nbval runs (--nbval-current-env) so files do not churn.
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
+
+
+def execute(path: str) -> tuple[str, float]:
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb_path = Path(path).resolve()
+    nb = nbformat.read(nb_path, as_version=4)
+    start = time.perf_counter()
+    client = NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3", record_timing=False,
+                            store_widget_state=True, resources={"metadata": {"path": str(nb_path.parent)}})
+    client.execute()
+    elapsed = time.perf_counter() - start
+    _strip_metadata(nb)
+    nbformat.write(nb, nb_path)
+    return str(nb_path.relative_to(ROOT)), elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("paths", nargs="*", help="notebooks (default: book/*.ipynb)")
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="notebooks executed at once")
+    args = parser.parse_args(argv)
+    if "MPLBACKEND" in os.environ:
+        print("execute_notebooks: MPLBACKEND is set; it reaches the kernel and removes figures from the "
+              "stored outputs. Unset it (`unset MPLBACKEND`) and run again.", file=sys.stderr)
+        return 2
+    paths = args.paths or sorted(str(p) for p in (ROOT / "book").glob("*.ipynb"))
+    if not paths:
+        print("execute_notebooks: no notebooks found", file=sys.stderr)
+        return 1
+    os.environ["PYTHONHASHSEED"] = "0"
+    failures = 0
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {path: pool.submit(execute, path) for path in paths}
+        for path, future in futures.items():
+            try:
+                name, seconds = future.result()
+                print(f"{name:<50s} {seconds:7.1f} s")
+            except Exception as err:  # report every failing notebook, not only the first
+                failures += 1
+                print(f"{path}: FAILED\n{err}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

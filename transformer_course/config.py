@@ -1,0 +1,163 @@
+"""Configuration: frozen dataclasses for the model and for training, and named presets.
+
+Every field has a one-line comment. Presets are looked up by name (`get_preset("course")`); command-line
+overrides go through `ModelConfig.replace(**overrides)`, which checks names and types.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, fields
+from typing import Any
+
+__all__ = ["ModelConfig", "TrainConfig", "MODEL_PRESETS", "TRAIN_PRESETS", "get_preset", "get_train_preset"]
+
+
+def _check_overrides(cls, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Type-check keyword overrides against a dataclass's fields; ints are accepted for float fields."""
+    known = {f.name: f for f in fields(cls)}
+    checked = {}
+    for name, value in overrides.items():
+        if name not in known:
+            raise ValueError(f"{cls.__name__}: unknown field {name!r}; known fields: {sorted(known)}")
+        expected = known[name].type
+        expected = {"int": int, "float": float, "bool": bool, "str": str}.get(expected, None)
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if expected is not None and (type(value) is not expected):
+            raise TypeError(f"{cls.__name__}.{name}: expected {expected.__name__}, got "
+                            f"{type(value).__name__} ({value!r})")
+        checked[name] = value
+    return checked
+
+
+class _Replaceable:
+    def replace(self, **overrides):
+        """A copy with some fields changed; unknown names and wrong types raise a clear error."""
+        return dataclasses.replace(self, **_check_overrides(type(self), overrides))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]):
+        return cls(**_check_overrides(cls, dict(values)))
+
+
+@dataclass(frozen=True)
+class ModelConfig(_Replaceable):
+    """Sizes and architectural choices of the encoder-decoder Transformer (paper defaults: base model)."""
+
+    src_vocab_size: int = 1000        # V_src: number of source token ids
+    tgt_vocab_size: int = 1000        # V_tgt: number of target token ids
+    d_model: int = 512                # D: width of every residual stream vector
+    n_heads: int = 8                  # H: attention heads; d_model must be divisible by n_heads
+    d_ff: int = 2048                  # F: inner width of the position-wise feed-forward network
+    n_encoder_layers: int = 6         # N: encoder layers
+    n_decoder_layers: int = 6         # N: decoder layers
+    dropout: float = 0.1              # P_drop: on sublayer outputs, on embeddings + positions
+    attention_dropout: float = 0.0    # dropout on attention weights (0 in the paper's description)
+    max_len: int = 512                # rows of the positional table: the longest sequence accepted
+    positional: str = "sinusoidal"    # "sinusoidal" (paper) or "learned"
+    norm_first: bool = False          # False: post-LN as in the paper; True: pre-LN (Xiong et al. 2020)
+    tie_output_embedding: bool = True # share the decoder input embedding with the output projection (Press & Wolf)
+    layer_norm_eps: float = 1e-5      # epsilon inside LayerNorm (torch.nn.LayerNorm's default)
+    pad_id: int = 0                   # token id of padding; never attended to and ignored by the loss
+
+    def __post_init__(self):
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"ModelConfig.{name}: expected a positive int, got {value!r}")
+        for name in ("n_encoder_layers", "n_decoder_layers"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"ModelConfig.{name}: expected an int >= 0, got {value!r}")
+        if self.d_model % self.n_heads != 0:
+            raise ValueError(f"ModelConfig: d_model={self.d_model} must be divisible by "
+                             f"n_heads={self.n_heads} (head size d_model / n_heads)")
+        if self.positional not in ("sinusoidal", "learned"):
+            raise ValueError(f"ModelConfig.positional: expected 'sinusoidal' or 'learned', "
+                             f"got {self.positional!r}")
+        for name in ("dropout", "attention_dropout"):
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                raise ValueError(f"ModelConfig.{name}: expected a probability in [0, 1), got {value!r}")
+        if not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
+            raise ValueError(f"ModelConfig.pad_id: expected an id inside both vocabularies, got {self.pad_id}")
+
+    @property
+    def d_head(self) -> int:
+        """Dh = d_model / n_heads: the width of one head's queries, keys and values."""
+        return self.d_model // self.n_heads
+
+
+@dataclass(frozen=True)
+class TrainConfig(_Replaceable):
+    """The training recipe (paper defaults where the paper gives one)."""
+
+    batch_size: int = 64              # sequences per step (per process under DDP)
+    max_steps: int = 2000             # optimiser steps
+    warmup_steps: int = 4000          # warm-up of the paper's learning-rate schedule
+    lr_factor: float = 1.0            # multiplies d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
+    adam_beta1: float = 0.9           # paper: 0.9
+    adam_beta2: float = 0.98          # paper: 0.98
+    adam_eps: float = 1e-9            # paper: 1e-9
+    weight_decay: float = 0.0         # the paper uses none
+    label_smoothing: float = 0.1      # paper: 0.1
+    clip_grad_norm: float = 1.0       # 0 disables gradient clipping (the paper does not mention clipping)
+    precision: str = "fp32"           # "fp32", "bf16" or "fp16" (fp16 uses a gradient scaler)
+    compile: bool = False             # wrap the model with torch.compile
+    eval_every: int = 200             # steps between evaluations on the validation set
+    patience: int = 0                 # stop after this many evaluations without improvement (0: never)
+    average_last: int = 1             # average the parameters of the last k checkpoints at the end
+    seed: int = 0                     # seeds Python, NumPy and torch
+    device: str = "auto"              # "auto", "cpu", "cuda", "cuda:1", "mps"
+    num_workers: int = 0              # DataLoader worker processes
+
+    def __post_init__(self):
+        if self.precision not in ("fp32", "bf16", "fp16"):
+            raise ValueError(f"TrainConfig.precision: expected 'fp32', 'bf16' or 'fp16', got {self.precision!r}")
+        for name in ("batch_size", "max_steps", "warmup_steps", "eval_every", "average_last"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"TrainConfig.{name}: expected a positive int, got {getattr(self, name)!r}")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(f"TrainConfig.label_smoothing: expected a value in [0, 1), got {self.label_smoothing!r}")
+
+
+MODEL_PRESETS: dict[str, ModelConfig] = {
+    # Vaswani et al. 2017, Table 3, "base" and "big" (vocabulary sizes are the data's, set at training time).
+    "paper-base": ModelConfig(d_model=512, n_heads=8, d_ff=2048, n_encoder_layers=6, n_decoder_layers=6,
+                              dropout=0.1),
+    "paper-big": ModelConfig(d_model=1024, n_heads=16, d_ff=4096, n_encoder_layers=6, n_decoder_layers=6,
+                             dropout=0.3),
+    # What the course trains on a 2-core CPU in minutes.
+    "course": ModelConfig(d_model=128, n_heads=4, d_ff=512, n_encoder_layers=2, n_decoder_layers=2,
+                          dropout=0.1, max_len=128),
+    # A larger model for a GPU (same code, more capacity).
+    "gpu": ModelConfig(d_model=256, n_heads=8, d_ff=1024, n_encoder_layers=3, n_decoder_layers=3,
+                       dropout=0.1, max_len=256),
+    # For tests and step-by-step printing.
+    "tiny": ModelConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2, d_ff=32,
+                        n_encoder_layers=2, n_decoder_layers=2, dropout=0.0, max_len=32),
+}
+
+TRAIN_PRESETS: dict[str, TrainConfig] = {
+    "paper": TrainConfig(batch_size=64, max_steps=100_000, warmup_steps=4000, label_smoothing=0.1),
+    "course": TrainConfig(batch_size=64, max_steps=1500, warmup_steps=200, lr_factor=1.0, eval_every=250),
+    "gpu": TrainConfig(batch_size=256, max_steps=6000, warmup_steps=800, precision="bf16", eval_every=500),
+    "tiny": TrainConfig(batch_size=16, max_steps=50, warmup_steps=10, eval_every=25),
+}
+
+
+def get_preset(name: str) -> ModelConfig:
+    """The model preset called `name` (see MODEL_PRESETS)."""
+    if name not in MODEL_PRESETS:
+        raise ValueError(f"preset: expected one of {sorted(MODEL_PRESETS)}, got {name!r}")
+    return MODEL_PRESETS[name]
+
+
+def get_train_preset(name: str) -> TrainConfig:
+    """The training preset called `name` (see TRAIN_PRESETS)."""
+    if name not in TRAIN_PRESETS:
+        raise ValueError(f"train preset: expected one of {sorted(TRAIN_PRESETS)}, got {name!r}")
+    return TRAIN_PRESETS[name]

@@ -1,0 +1,4 @@
+"""Figures for the course: functions return matplotlib figures/axes and never call plt.show()."""
+from .style import use_course_style
+
+__all__ = ["use_course_style"]
