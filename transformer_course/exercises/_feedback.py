@@ -1,0 +1,91 @@
+"""Shared machinery for the `check_*` functions: compare a learner's answer with a reference and say kindly,
+and specifically, what is wrong (which axis has the wrong size, where the values differ, a likely cause).
+
+A check prints one line starting with a tick when the answer is right and raises `ExerciseError` (an
+AssertionError, so it shows as a failure in the notebook) with the hint when it is not.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import functools
+
+__all__ = ["ExerciseError", "as_numpy", "compare_arrays", "passed", "exercise_check"]
+
+
+class ExerciseError(AssertionError):
+    """A learner's answer is not right yet; the message says what to look at."""
+
+
+def as_numpy(value, name: str) -> np.ndarray:
+    """Accept NumPy arrays, torch tensors (detached to CPU) and nested lists; refuse anything else clearly."""
+    if hasattr(value, "detach"):  # a torch tensor, without importing torch here
+        value = value.detach().cpu().numpy()
+    if value is None:
+        raise ExerciseError(f"{name} is None: did your function forget to `return` its result?")
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ExerciseError(f"{name} should be an array of numbers, got {type(value).__name__}") from err
+
+
+def compare_arrays(got, expected, name: str = "your answer", atol: float = 1e-6, rtol: float = 1e-5,
+                   hints: list[tuple[object, str]] | None = None) -> None:
+    """Raise ExerciseError with a specific message unless `got` matches `expected`.
+
+    `hints` lists (wrong_answer, explanation) pairs: the answers a common mistake produces; if the learner's
+    answer matches one, its explanation is the feedback (e.g. "you forgot to divide by sqrt(d_k)").
+    """
+    got = as_numpy(got, name)
+    expected = np.asarray(expected, dtype=np.float64)
+    if got.shape != expected.shape:
+        if got.ndim != expected.ndim:
+            raise ExerciseError(f"{name} has {got.ndim} axes {got.shape}; expected {expected.ndim} axes "
+                                f"{expected.shape}.")
+        axes = [i for i, (a, b) in enumerate(zip(got.shape, expected.shape)) if a != b]
+        detail = ", ".join(f"axis {i} has size {got.shape[i]} instead of {expected.shape[i]}" for i in axes)
+        transposed = sorted(got.shape) == sorted(expected.shape)
+        extra = " (the sizes are all there: a transpose or a swapped axis?)" if transposed else ""
+        raise ExerciseError(f"{name} has shape {got.shape}, expected {expected.shape}: {detail}{extra}.")
+    if np.isnan(got).any():
+        where = tuple(int(i) for i in np.argwhere(np.isnan(got))[0])
+        raise ExerciseError(f"{name} contains NaN (first at index {where}): a softmax over a fully masked "
+                            "row, a log of 0, or a division by zero?")
+    if np.allclose(got, expected, atol=atol, rtol=rtol):
+        return
+    for wrong, explanation in hints or []:
+        wrong = np.asarray(wrong, dtype=np.float64)
+        if wrong.shape == got.shape and np.allclose(got, wrong, atol=atol, rtol=rtol):
+            raise ExerciseError(f"{name} is not right yet: {explanation}")
+    error = np.abs(got - expected)
+    where = tuple(int(i) for i in np.unravel_index(int(np.argmax(error)), error.shape))
+    n_wrong = int((error > atol + rtol * np.abs(expected)).sum())
+    raise ExerciseError(f"{name} has the right shape {got.shape} but {n_wrong} of {got.size} values differ; "
+                        f"the largest difference is at index {where}: got {got[where]:.6g}, expected "
+                        f"{expected[where]:.6g}.")
+
+
+def passed(message: str) -> str:
+    """The line printed when an answer is right (returned too, so tests can check it)."""
+    line = f"✔ Correct: {message}"
+    print(line)
+    return line
+
+
+def exercise_check(check):
+    """Decorate a `check_*` function so that an exercise not attempted yet is reported, not crashed.
+
+    Exercise cells ship with a stub that raises NotImplementedError; running the chapter top to bottom
+    then prints a reminder instead of failing, and the learner's own attempt gets the full check.
+    Returns True when the answer is right, False when it was not attempted; raises ExerciseError otherwise.
+    """
+    @functools.wraps(check)
+    def wrapper(*args, **kwargs):
+        try:
+            check(*args, **kwargs)
+        except NotImplementedError:
+            print(f"… {check.__name__}: not attempted yet. Replace `raise NotImplementedError` with your "
+                  "code and run this cell again.")
+            return False
+        return True
+    return wrapper
