@@ -1,0 +1,66 @@
+"""The website as a reader sees it: every built page opened in headless Chromium (tools/check_site.py).
+
+The README's test command builds the book (-W) before pytest runs, so `_build/html` is fresh here; when it is
+missing (pytest run by hand) the book is built first. Without Chromium the test fails in CI and skips
+elsewhere, saying how to install it.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HTML = ROOT / "_build" / "html"
+sys.path.insert(0, str(ROOT / "tools"))
+import check_site  # noqa: E402  (tools/ is not a package)
+
+
+@pytest.fixture(scope="module")
+def built_site() -> Path:
+    if check_site.find_chromium() is None:
+        message = "Chromium is needed for the browser check: apt-get install -y chromium (or set TC_CHROMIUM)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    if not (HTML / "index.html").exists():
+        subprocess.run([sys.executable, "-m", "jupyter_book", "build", "."], cwd=ROOT, check=True,
+                       capture_output=True)
+    return HTML
+
+
+def test_every_page_renders_for_a_reader(built_site):
+    problems, report = check_site.check_site(built_site, ROOT / "_build" / "site-check")
+    print("\n".join(report))
+    assert not problems, "\n".join(problems)
+    assert (ROOT / "_build" / "site-check" / "contact_sheet.png").stat().st_size > 0
+
+
+def _break_copy(site: Path, tmp_path: Path) -> tuple[Path, str]:
+    """A copy of the site with one page broken on purpose in four ways."""
+    copy = tmp_path / "html"
+    shutil.copytree(site, copy)
+    page = "book/notation.html"
+    html = (copy / page).read_text()
+    html = html.replace("tex-chtml.js", "missing-mathjax.js")  # MathJax fails to load: maths stays raw TeX
+    broken = ('<img src="../_images/no-such-figure.png" alt="gone">'
+              '<div class="cell"><div class="output traceback"><pre>Traceback (most recent call last)\n'
+              'ZeroDivisionError: division by zero</pre></div></div>'
+              '<a href="intro.html#no-such-anchor">a dead anchor</a>')
+    html = html.replace('<section id="shapes">', broken + '<section id="shapes">', 1)
+    (copy / page).write_text(html)
+    return copy, page
+
+
+def test_the_check_fails_on_a_page_broken_on_purpose(built_site, tmp_path):
+    copy, page = _break_copy(built_site, tmp_path)
+    problems, _ = check_site.check_site(copy, tmp_path / "out", screenshots=False, pages=[page])
+    text = "\n".join(problems)
+    assert "raw TeX left unrendered" in text
+    assert "no-such-figure.png did not load" in text
+    assert "error output shown to readers" in text and "ZeroDivisionError" in text
+    assert "no element with id 'no-such-anchor'" in text

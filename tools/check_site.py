@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+"""Check the built website as a reader sees it: every page opened in headless Chromium (via Playwright).
+
+For every page of `_build/html` it asserts on the rendered DOM:
+- maths rendered by the locally served MathJax (no raw `\\(`, `\\[` or `$$` left in the text);
+- every image loaded (natural width > 0) and described (alt text or a figure caption);
+- no error or traceback output, except in cells tagged `raises-exception`;
+- chapter pages: the Colab launch link, exercise boxes, solutions present and collapsed;
+- headings in order (one H1, no skipped level); every internal link and #anchor resolves;
+and that the search page returns results for "attention". The site is served from 127.0.0.1 only, and
+Chromium runs with background networking off, so the check also proves that pages need no network.
+
+Artefacts under OUT (default `_build/site-check/`): a screenshot per page, a contact sheet of all pages,
+and report.txt (page weights, problems).
+
+    python tools/check_site.py [--html _build/html] [--out _build/site-check]
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import os
+import re
+import shutil
+import sys
+import threading
+from contextlib import contextmanager
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urljoin, urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
+                 "--disable-background-networking", "--disable-component-update"]
+CHAPTER_PAGE = re.compile(r"^book/(\d\d_|a\d_)")  # numbered chapters and appendices (notebooks)
+
+
+def find_chromium() -> str | None:
+    """The system Chromium (Debian's `chromium`), or TC_CHROMIUM if set."""
+    if os.environ.get("TC_CHROMIUM"):
+        return os.environ["TC_CHROMIUM"]
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+class _IdCollector(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        for key, value in attrs:
+            if key in ("id", "name") and value:
+                self.ids.add(value)
+
+
+@functools.lru_cache(maxsize=None)
+def _ids_of(path: Path) -> frozenset[str]:
+    parser = _IdCollector()
+    parser.feed(path.read_text(errors="replace"))
+    return frozenset(parser.ids)
+
+
+@contextmanager
+def serve(directory: Path):
+    """Serve `directory` on 127.0.0.1 on a free port for the duration of the block."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep test output readable
+        pass
+
+
+_REDIRECT = re.compile(r'http-equiv="refresh"\s+content="\d+;\s*url=([^"]+)"', re.IGNORECASE)
+
+
+def site_pages(html_dir: Path) -> list[str]:
+    """Every content page of the site (relative paths); redirect stubs (index.html) are left out."""
+    pages = []
+    for path in sorted(html_dir.rglob("*.html")):
+        relative = path.relative_to(html_dir)
+        if relative.parts[0].startswith("_") or relative.name in ("genindex.html", "search.html"):
+            continue
+        if _REDIRECT.search(path.read_text(errors="replace")[:2000]):
+            continue
+        pages.append(relative.as_posix())
+    return pages
+
+
+def check_redirects(html_dir: Path) -> list[str]:
+    """Redirect stubs must point at a page that exists."""
+    problems = []
+    for path in html_dir.glob("*.html"):
+        match = _REDIRECT.search(path.read_text(errors="replace")[:2000])
+        if match and not (path.parent / match.group(1).split("#")[0]).exists():
+            problems.append(f"{path.name}: redirects to a missing page {match.group(1)!r}")
+    return problems
+
+
+# Runs in the page: collects everything the Python side asserts on.
+_INSPECT_JS = r"""
+async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+  const article = document.querySelector('article') || document.body;
+  const text = article.innerText;
+  const raw = [];
+  for (const pattern of ['\\(', '\\)', '\\[', '$$', '\\begin{']) {
+    const at = text.indexOf(pattern);
+    if (at >= 0) raw.push(text.slice(Math.max(0, at - 30), at + 40).replace(/\s+/g, ' '));
+  }
+  const images = [...article.querySelectorAll('img')].map(img => ({
+    src: img.getAttribute('src'), loaded: img.complete && img.naturalWidth > 0,
+    alt: (img.getAttribute('alt') || '').trim(),
+    caption: !!(img.closest('figure') && img.closest('figure').querySelector('figcaption')),
+  }));
+  const errors = [...article.querySelectorAll('.output.traceback, .output.error, .output.stderr')]
+    .filter(node => {
+      const cell = node.closest('.cell');
+      if (cell && cell.classList.contains('tag_raises-exception')) return false;
+      if (node.classList.contains('stderr')) return /Traceback|Error|Warning/.test(node.innerText);
+      return true;
+    })
+    .map(node => node.innerText.slice(0, 160));
+  const headings = [...article.querySelectorAll('h1, h2, h3, h4, h5, h6')]
+    .filter(h => !h.closest('.admonition'))
+    .map(h => Number(h.tagName[1]));
+  const links = [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href'));
+  const colab = !!document.querySelector('a[href*="colab.research.google.com/github/"]');
+  const exercises = article.querySelectorAll('.exercise').length;
+  const solutions = [...article.querySelectorAll('.solution')].map(s => {
+    const body = s.querySelector('section, .admonition-title ~ *');
+    return {visible: !!(body && body.offsetParent !== null && body.getBoundingClientRect().height > 0)};
+  });
+  const mathNodes = article.querySelectorAll('.math, mjx-container').length;
+  const rendered = article.querySelectorAll('mjx-container').length;
+  return {raw, images, errors, headings, links, colab, exercises, solutions, mathNodes, rendered};
+}
+"""
+
+
+def _check_links(page: str, html_dir: Path, links: list[str]) -> list[str]:
+    problems = []
+    base = f"http://site/{page}"
+    for href in links:
+        if not href or href.startswith(("mailto:", "javascript:")):
+            continue
+        url = urljoin(base, href)
+        parsed = urlparse(url)
+        if parsed.netloc != "site":
+            continue  # external link (GitHub, Colab, doi): not followed, the site must work offline
+        path, anchor = urldefrag(unquote(parsed.path))
+        target = html_dir / path.lstrip("/")
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.exists():
+            problems.append(f"{page}: link {href!r} points to a missing file")
+            continue
+        anchor = unquote(urlparse(url).fragment)
+        if anchor and target.suffix == ".html" and anchor not in _ids_of(target):
+            problems.append(f"{page}: link {href!r}: no element with id {anchor!r} in {target.name}")
+    return problems
+
+
+def check_page(page: str, info: dict, html_dir: Path) -> list[str]:
+    problems = []
+    for snippet in info["raw"]:
+        problems.append(f"{page}: raw TeX left unrendered: ...{snippet}...")
+    if info["mathNodes"] and not info["rendered"]:
+        problems.append(f"{page}: has maths but MathJax rendered none of it")
+    for image in info["images"]:
+        if not image["loaded"]:
+            problems.append(f"{page}: image {image['src']} did not load")
+        if not image["alt"] and not image["caption"]:
+            problems.append(f"{page}: image {image['src']} has neither alt text nor a caption")
+    for text in info["errors"]:
+        problems.append(f"{page}: error output shown to readers: {text!r}")
+    levels = info["headings"]
+    if levels.count(1) != 1:
+        problems.append(f"{page}: expected exactly one H1, found {levels.count(1)}")
+    for before, after in zip(levels, levels[1:]):
+        if after > before + 1:
+            problems.append(f"{page}: heading level jumps from H{before} to H{after}")
+            break
+    if CHAPTER_PAGE.match(page):
+        if not info["colab"]:
+            problems.append(f"{page}: no 'open in Colab' launch link")
+        if page.startswith("book/0") and info["exercises"] == 0:
+            problems.append(f"{page}: a chapter page without exercise boxes")
+        if info["exercises"] and not info["solutions"]:
+            problems.append(f"{page}: exercises without solutions")
+        if any(s["visible"] for s in info["solutions"]):
+            problems.append(f"{page}: a solution is shown expanded (solutions must start collapsed)")
+    problems += _check_links(page, html_dir, info["links"])
+    return list(dict.fromkeys(problems))  # one line per distinct problem
+
+
+def contact_sheet(shots: list[Path], out: Path, thumb_width: int = 320, columns: int = 5) -> Path:
+    """One image holding a thumbnail of the top of every page, labelled, so a reviewer sees the whole site."""
+    from PIL import Image, ImageDraw
+
+    thumbs = []
+    for shot in shots:
+        with Image.open(shot) as image:
+            image = image.crop((0, 0, image.width, min(image.height, int(image.width * 1.3))))
+            image.thumbnail((thumb_width, int(thumb_width * 1.3)))
+            thumbs.append((shot.stem, image.copy()))
+    rows = (len(thumbs) + columns - 1) // columns
+    cell_h = int(thumb_width * 1.3) + 22
+    sheet = Image.new("RGB", (columns * (thumb_width + 10) + 10, rows * (cell_h + 10) + 10), "white")
+    draw = ImageDraw.Draw(sheet)
+    for index, (name, image) in enumerate(thumbs):
+        x = 10 + (index % columns) * (thumb_width + 10)
+        y = 10 + (index // columns) * (cell_h + 10)
+        draw.text((x, y), name[:48], fill="black")
+        sheet.paste(image, (x, y + 18))
+        draw.rectangle((x - 1, y + 17, x + image.width, y + 18 + image.height), outline="#999999")
+    sheet.save(out)
+    return out
+
+
+def check_site(html_dir: Path, out_dir: Path, screenshots: bool = True,
+               pages: list[str] | None = None) -> tuple[list[str], list[str]]:
+    """Open every page (or only `pages`); return (problems, report lines). RuntimeError if no Chromium."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = find_chromium()
+    if chromium is None:
+        raise RuntimeError("Chromium not found: install Debian's `chromium` (apt-get install -y chromium) "
+                           "or set TC_CHROMIUM to a Chromium binary")
+    html_dir = Path(html_dir).resolve()
+    out_dir = Path(out_dir)
+    (out_dir / "screenshots").mkdir(parents=True, exist_ok=True)
+    problems: list[str] = check_redirects(html_dir)
+    report = [f"{'page':<44s} {'requests':>8s} {'weight (kB)':>12s} {'maths':>6s} {'images':>6s}"]
+    shots: list[Path] = []
+    with serve(html_dir) as base, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        for page_name in pages or site_pages(html_dir):
+            page = context.new_page()
+            weights: list[int] = []
+            outside: list[str] = []
+
+            def on_request(request, _outside=outside):
+                if not request.url.startswith(base) and not request.url.startswith("data:"):
+                    _outside.append(request.url)
+
+            def on_response(response, _weights=weights):
+                try:
+                    _weights.append(len(response.body()))
+                except Exception:  # redirects and aborted requests have no body
+                    pass
+
+            page.on("request", on_request)
+            page.on("response", on_response)
+            page.goto(base + page_name, wait_until="load")
+            info = page.evaluate(_INSPECT_JS)
+            problems += check_page(page_name, info, html_dir)
+            for url in outside:
+                problems.append(f"{page_name}: requested a resource outside the site (needs network): {url}")
+            report.append(f"{page_name:<44s} {len(weights):>8d} {sum(weights) / 1024:>12.0f} "
+                          f"{info['rendered']:>6d} {len(info['images']):>6d}")
+            if screenshots:
+                shot = out_dir / "screenshots" / (page_name.replace("/", "__").removesuffix(".html") + ".png")
+                page.screenshot(path=str(shot), full_page=True)
+                shots.append(shot)
+            page.close()
+        # Search: the static index must find the course's central word.
+        page = context.new_page()
+        page.goto(base + "search.html?q=attention", wait_until="load")
+        try:
+            page.wait_for_selector("#search-results li", timeout=15000)
+            hits = page.locator("#search-results li").count()
+        except Exception:
+            hits = 0
+        if hits == 0:
+            problems.append("search.html?q=attention: no results")
+        report.append(f"search for 'attention': {hits} results")
+        page.close()
+        browser.close()
+    total = sum(p.stat().st_size for p in html_dir.rglob("*") if p.is_file())
+    report.append(f"site size on disk: {total / 1e6:.1f} MB in {sum(1 for _ in html_dir.rglob('*'))} files")
+    if screenshots and shots:
+        contact_sheet(shots, out_dir / "contact_sheet.png")
+        report.append(f"screenshots: {out_dir / 'screenshots'}; contact sheet: {out_dir / 'contact_sheet.png'}")
+    (out_dir / "report.txt").write_text("\n".join(report + ["", "problems:"] + (problems or ["none"])) + "\n")
+    return problems, report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--html", default=str(ROOT / "_build" / "html"))
+    parser.add_argument("--out", default=str(ROOT / "_build" / "site-check"))
+    args = parser.parse_args(argv)
+    problems, report = check_site(Path(args.html), Path(args.out))
+    print("\n".join(report))
+    for problem in problems:
+        print("PROBLEM:", problem)
+    print(f"{len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
