@@ -2,6 +2,7 @@
 """The course's one entry point for set-up, building and testing (the README's two commands use it).
 
     python3 tools/run.py book        # set up .venv (idempotent) and build the website into _build/html
+    python3 tools/run.py book --hide-solutions   # the same site without exercise solutions (workshops)
     python3 tools/run.py test        # set up, then: -W book build, unit tests + strict nbval over every chapter
     python3 tools/run.py notebooks   # re-execute chapter notebooks and store their outputs
     python3 tools/run.py wheelhouse  # download every dependency into wheelhouse/ for offline installs
@@ -73,9 +74,18 @@ def setup() -> None:
     STAMP.write_text(_fingerprint())
 
 
-def build_book(strict: bool) -> None:
+def build_book(strict: bool, hide_solutions: bool = False) -> None:
     shutil.rmtree(ROOT / "_build", ignore_errors=True)  # a clean build: stale pages can hide warnings
     cmd = [str(BIN / "jupyter-book"), "build", "."]
+    if hide_solutions:  # for a workshop session: the same site with every solution left out
+        config = ROOT / "_build" / "_config_hide_solutions.yml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        text = (ROOT / "_config.yml").read_text()
+        text = text.replace("course_hide_solutions: false", "course_hide_solutions: true")
+        # paths in a config are relative to its own folder: point the local extension at tools/ absolutely
+        text = text.replace("course_solutions: tools/", f"course_solutions: {ROOT / 'tools'}/")
+        config.write_text(text)
+        cmd += ["--config", str(config)]
     if strict:
         cmd += ["-W", "-n", "--keep-going"]
     stage("build book" + (" (-W)" if strict else ""), cmd)
@@ -93,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["setup", "book", "test", "notebooks", "wheelhouse"])
     parser.add_argument("paths", nargs="*", help="notebooks for `notebooks` (default: every chapter)")
+    parser.add_argument("--hide-solutions", action="store_true",
+                        help="book: leave every exercise solution out of the site (for workshop sessions)")
     parser.add_argument("-j", "--jobs", type=int, default=2, help="parallel workers (default 2)")
     args = parser.parse_args(argv)
     os.chdir(ROOT)
@@ -109,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
 
     setup()
     if args.command == "book":
-        build_book(strict=False)
+        build_book(strict=False, hide_solutions=args.hide_solutions)
         print(f"\nThe website is in {ROOT / '_build' / 'html'} (open index.html).")
     elif args.command == "notebooks":
         stage("execute notebooks", [str(PYTHON), "tools/execute_notebooks.py", "-j", str(args.jobs), *args.paths],
