@@ -1,0 +1,40 @@
+"""The NumPy trainer: it learns a tiny copy task, records a history, stops when asked."""
+from __future__ import annotations
+
+import numpy as np
+
+from numpy_helpers import tiny_config
+from transformer_course.config import TrainConfig
+from transformer_course.numpy import init_transformer
+from transformer_course.training.numpy_trainer import train_numpy
+
+
+def _copy_batches(rng, V, B=16, L=4):
+    while True:
+        seq = rng.integers(3, V, size=(B, L))
+        tgt = np.concatenate([np.ones((B, 1), dtype=np.int64), seq, np.full((B, 1), 2)], axis=1)  # BOS seq EOS
+        yield seq, tgt[:, :-1], tgt[:, 1:]
+
+
+def test_train_numpy_learns_and_records_history():
+    config = tiny_config(src_vocab_size=8, tgt_vocab_size=8, d_model=16, n_heads=2, d_ff=32, n_decoder_layers=1,
+                         max_len=8, dropout=0.1)
+    rng = np.random.default_rng(0)
+    params = init_transformer(rng, config)
+    tc = TrainConfig(max_steps=120, warmup_steps=30, lr_factor=2.0, label_smoothing=0.0)
+    history = train_numpy(params, config, _copy_batches(rng, 8), tc, rng=rng)
+    assert history["step"] == list(range(1, 121)) and history["stop_reason"] == "max_steps"
+    assert np.mean(history["loss"][-10:]) < 0.85 * np.mean(history["loss"][:10])
+    assert history["lr"][29] == max(history["lr"])       # the peak of the warm-up schedule
+
+
+def test_train_numpy_stops_on_callback_and_on_exhausted_data():
+    config = tiny_config()
+    params = init_transformer(np.random.default_rng(1), config)
+    gen = _copy_batches(np.random.default_rng(2), 7, B=2)
+    history = train_numpy(params, config, gen, TrainConfig(max_steps=10, warmup_steps=2),
+                          callback=lambda step, metrics: step == 3)
+    assert history["step"] == [1, 2, 3] and history["stop_reason"] == "callback"
+    few = [next(gen) for _ in range(2)]
+    history = train_numpy(params, config, few, TrainConfig(max_steps=10, warmup_steps=2))
+    assert len(history["loss"]) == 2 and history["stop_reason"] == "data exhausted"

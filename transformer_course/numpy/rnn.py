@@ -1,0 +1,187 @@
+"""The recurrent models attention was invented for (Bahdanau et al. 2015): a GRU cell, a bidirectional GRU
+encoder, and one decoder step with additive attention.
+
+The GRU follows torch.nn.GRU's equations and gate order (reset r, update z, new n), so weights convert directly
+(NumPy stores W_ih (in, 3h) = weight_ih.T, W_hh (h, 3h) = weight_hh.T, columns [r | z | n]):
+
+    r = sigmoid(x W_ir + b_ir + h W_hr + b_hr)
+    z = sigmoid(x W_iz + b_iz + h W_hz + b_hz)
+    n = tanh(x W_in + b_in + r * (h W_hn + b_hn))
+    h' = (1 - z) * n + z * h
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .attention import additive_scores, additive_scores_backward, init_additive_scores, masked_softmax
+from .functional import softmax_backward
+
+__all__ = ["sigmoid", "init_gru_cell", "gru_cell_forward", "gru_cell_backward", "init_bigru_encoder",
+           "bigru_encoder_forward", "bigru_encoder_backward", "init_bahdanau_decoder_step",
+           "bahdanau_decoder_step_forward", "bahdanau_decoder_step_backward"]
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)) written as (1 + tanh(x / 2)) / 2, which never overflows."""
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def init_gru_cell(rng: np.random.Generator, input_size: int, hidden_size: int, dtype=np.float32) -> dict:
+    """torch.nn.GRU's initialisation: every weight and bias U(-1/sqrt(h), 1/sqrt(h))."""
+    a = 1.0 / math.sqrt(hidden_size)
+    h3 = 3 * hidden_size
+    return {"W_ih": rng.uniform(-a, a, size=(input_size, h3)).astype(dtype),   # (in, 3h)
+            "W_hh": rng.uniform(-a, a, size=(hidden_size, h3)).astype(dtype),  # (h, 3h)
+            "b_ih": rng.uniform(-a, a, size=h3).astype(dtype),                 # (3h,)
+            "b_hh": rng.uniform(-a, a, size=h3).astype(dtype)}                 # (3h,)
+
+
+def gru_cell_forward(x: np.ndarray, h: np.ndarray, params: dict) -> tuple[np.ndarray, tuple]:
+    """x (B, in), h (B, hidden) -> (h' (B, hidden), cache)."""
+    hidden = params["W_hh"].shape[0]
+    if not isinstance(x, np.ndarray) or x.ndim != 2 or x.shape[1] != params["W_ih"].shape[0]:
+        raise ValueError(f"x: expected shape (B, input_size={params['W_ih'].shape[0]}), got {getattr(x, 'shape', None)}")
+    if not isinstance(h, np.ndarray) or h.shape != (x.shape[0], hidden):
+        raise ValueError(f"h: expected shape (B={x.shape[0]}, hidden={hidden}), got {getattr(h, 'shape', None)}")
+    gi = x @ params["W_ih"] + params["b_ih"]             # (B, 3h): the input's share of all three gates
+    gh = h @ params["W_hh"] + params["b_hh"]             # (B, 3h): the state's share
+    i_r, i_z, i_n = np.split(gi, 3, axis=1)              # 3 x (B, h)
+    h_r, h_z, h_n = np.split(gh, 3, axis=1)              # 3 x (B, h)
+    r = sigmoid(i_r + h_r)                               # (B, h): how much of the state the candidate sees
+    z = sigmoid(i_z + h_z)                               # (B, h): how much of the state is kept
+    n = np.tanh(i_n + r * h_n)                           # (B, h): the candidate state
+    h_new = (1.0 - z) * n + z * h                        # (B, h)
+    return h_new, (x, h, r, z, n, h_n, params)
+
+
+def gru_cell_backward(dh_new: np.ndarray, cache: tuple) -> tuple[tuple[np.ndarray, np.ndarray], dict]:
+    """Returns ((dx (B, in), dh (B, hidden)), grads)."""
+    x, h, r, z, n, h_n, params = cache
+    dn = dh_new * (1.0 - z)                              # (B, h)
+    dz = dh_new * (h - n)                                # (B, h)
+    dh = dh_new * z                                      # (B, h): the direct path
+    dpre_n = dn * (1.0 - n * n)                          # (B, h): through tanh
+    dh_n = dpre_n * r                                    # (B, h)
+    dr = dpre_n * h_n                                    # (B, h)
+    dpre_z = dz * z * (1.0 - z)                          # (B, h): through sigmoid
+    dpre_r = dr * r * (1.0 - r)                          # (B, h)
+    dgi = np.concatenate([dpre_r, dpre_z, dpre_n], axis=1)  # (B, 3h)
+    dgh = np.concatenate([dpre_r, dpre_z, dh_n], axis=1)    # (B, 3h)
+    grads = {"W_ih": x.T @ dgi, "W_hh": h.T @ dgh, "b_ih": dgi.sum(axis=0), "b_hh": dgh.sum(axis=0)}
+    dx = dgi @ params["W_ih"].T                          # (B, in)
+    dh = dh + dgh @ params["W_hh"].T                     # (B, h)
+    return (dx, dh), grads
+
+
+def init_bigru_encoder(rng: np.random.Generator, input_size: int, hidden_size: int, dtype=np.float32) -> dict:
+    """Two independent GRU cells: "forward" reads left to right, "backward" right to left."""
+    return {"forward": init_gru_cell(rng, input_size, hidden_size, dtype),
+            "backward": init_gru_cell(rng, input_size, hidden_size, dtype)}
+
+
+def _run_direction(x: np.ndarray, mask: np.ndarray, params: dict, reverse: bool):
+    """One direction over time; at padding (mask False) the state is carried over unchanged and the output is 0,
+    so the backward direction effectively starts at each sequence's last real token (as packed sequences)."""
+    B, S, _ = x.shape
+    hidden = params["W_hh"].shape[0]
+    h = np.zeros((B, hidden), dtype=x.dtype)             # (B, h): h_0 = 0
+    outputs = np.zeros((B, S, hidden), dtype=x.dtype)    # (B, S, h)
+    caches = []
+    for t in (range(S - 1, -1, -1) if reverse else range(S)):
+        h_new, cache = gru_cell_forward(x[:, t], h, params)  # (B, h)
+        m = mask[:, t, None]                             # (B, 1)
+        h = np.where(m, h_new, h)                        # (B, h)
+        outputs[:, t] = h * m                            # (B, h)
+        caches.append((t, cache))
+    return outputs, caches
+
+
+def bigru_encoder_forward(x: np.ndarray, params: dict, mask: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+    """x (B, S, in), mask (B, S) True at real tokens -> (annotations h_j = [fwd_j; bwd_j] (B, S, 2h), cache)."""
+    if not isinstance(x, np.ndarray) or x.ndim != 3:
+        raise ValueError(f"x: expected shape (B, S, input_size), got {getattr(x, 'shape', type(x).__name__)}")
+    B, S, _ = x.shape
+    if mask is None:
+        mask = np.ones((B, S), dtype=bool)               # (B, S)
+    elif mask.shape != (B, S) or mask.dtype != bool:
+        raise ValueError(f"mask: expected a bool array of shape (B={B}, S={S}), got {mask.dtype} {mask.shape}")
+    fwd, fwd_caches = _run_direction(x, mask, params["forward"], reverse=False)   # (B, S, h)
+    bwd, bwd_caches = _run_direction(x, mask, params["backward"], reverse=True)   # (B, S, h)
+    annotations = np.concatenate([fwd, bwd], axis=-1)    # (B, S, 2h)
+    return annotations, {"x_shape": x.shape, "mask": mask, "fwd": fwd_caches, "bwd": bwd_caches}
+
+
+def _direction_backward(dout: np.ndarray, mask: np.ndarray, caches: list, dx: np.ndarray) -> dict:
+    """Backpropagation through time for one direction; adds into dx and returns the cell's grads."""
+    B, S, hidden = dout.shape
+    dh = np.zeros((B, hidden), dtype=dout.dtype)         # (B, h): gradient reaching the current state
+    grads = None
+    for t, cache in reversed(caches):
+        m = mask[:, t, None]                             # (B, 1)
+        dh = dh + dout[:, t] * m                         # (B, h): the output at t was h (or 0 at padding)
+        (dx_t, dh_prev), g = gru_cell_backward(dh * m, cache)  # only real steps went through the cell
+        dx[:, t] += dx_t
+        dh = np.where(m, dh_prev, dh)                    # (B, h): padding carried the state over unchanged
+        grads = g if grads is None else {k: grads[k] + g[k] for k in grads}
+    return grads
+
+
+def bigru_encoder_backward(dannotations: np.ndarray, cache: dict) -> tuple[np.ndarray, dict]:
+    """Returns (dx (B, S, in), {"forward": grads, "backward": grads})."""
+    hidden = dannotations.shape[-1] // 2
+    dx = np.zeros(cache["x_shape"], dtype=dannotations.dtype)  # (B, S, in)
+    g_fwd = _direction_backward(dannotations[..., :hidden], cache["mask"], cache["fwd"], dx)
+    g_bwd = _direction_backward(dannotations[..., hidden:], cache["mask"], cache["bwd"], dx)
+    return dx, {"forward": g_fwd, "backward": g_bwd}
+
+
+def init_bahdanau_decoder_step(rng: np.random.Generator, emb: int, hidden: int, annotation_size: int,
+                               attn_size: int | None = None, dtype=np.float32) -> dict:
+    """{"attention": W_a (h, A), U_a (2h, A), v_a (A,); "cell": a GRU cell reading [E y_{i-1}; c_i]}."""
+    A = attn_size or hidden
+    return {"attention": init_additive_scores(rng, hidden, annotation_size, A, dtype),
+            "cell": init_gru_cell(rng, emb + annotation_size, hidden, dtype)}
+
+
+def bahdanau_decoder_step_forward(y_prev: np.ndarray, s_prev: np.ndarray, annotations: np.ndarray, params: dict,
+                                  mask: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+    """One step i of Bahdanau's decoder: y_prev = E y_{i-1} (B, emb), s_prev = s_{i-1} (B, h), annotations
+    h_j (B, S, 2h), mask (B, S) -> (s_i (B, h), cache) with cache["weights"] alpha_ij (B, S), cache["context"] c_i.
+
+        e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j);  alpha_i = softmax(e_i);  c_i = sum_j alpha_ij h_j;
+        s_i = GRU([E y_{i-1}; c_i], s_{i-1})
+    """
+    B, S, _ = annotations.shape
+    a = params["attention"]
+    scores = additive_scores(s_prev[:, None, :], annotations, a["W_a"], a["U_a"], a["v_a"])[:, 0]  # (B, 1, S) -> (B, S)
+    weights = masked_softmax(scores, mask)               # (B, S)
+    context = (weights[:, None, :] @ annotations)[:, 0]  # (B, 1, S) @ (B, S, 2h) -> (B, 2h)
+    cell_in = np.concatenate([y_prev, context], axis=-1)  # (B, emb + 2h)
+    s_new, cell_cache = gru_cell_forward(cell_in, s_prev, params["cell"])  # (B, h)
+    cache = {"y_prev": y_prev, "s_prev": s_prev, "annotations": annotations, "params": params, "weights": weights,
+             "context": context, "cell": cell_cache}
+    return s_new, cache
+
+
+def bahdanau_decoder_step_backward(ds_new: np.ndarray, cache: dict, dcontext: np.ndarray | None = None
+                                   ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], dict]:
+    """Returns ((dy_prev, ds_prev, dannotations), grads); `dcontext` adds a gradient arriving at c_i directly
+    (e.g. from an output layer that reads it)."""
+    y_prev, s_prev, annotations, params = cache["y_prev"], cache["s_prev"], cache["annotations"], cache["params"]
+    weights = cache["weights"]
+    emb = y_prev.shape[-1]
+    (dcell_in, ds_prev), dcell = gru_cell_backward(ds_new, cache["cell"])  # (B, emb + 2h), (B, h)
+    dy_prev, dctx = dcell_in[:, :emb], dcell_in[:, emb:]  # (B, emb), (B, 2h)
+    if dcontext is not None:
+        dctx = dctx + dcontext                           # (B, 2h)
+    dweights = (annotations @ dctx[:, :, None])[:, :, 0]  # (B, S, 2h) @ (B, 2h, 1) -> (B, S)
+    dannotations = weights[:, :, None] * dctx[:, None, :]  # (B, S, 2h)
+    dscores = softmax_backward(dweights, weights)        # (B, S)
+    a = params["attention"]
+    dq, dk, dattn = additive_scores_backward(dscores[:, None, :], s_prev[:, None, :], annotations,
+                                             a["W_a"], a["U_a"], a["v_a"])  # (B, 1, h), (B, S, 2h)
+    ds_prev = ds_prev + dq[:, 0]                         # (B, h)
+    dannotations = dannotations + dk                     # (B, S, 2h)
+    return (dy_prev, ds_prev, dannotations), {"attention": dattn, "cell": dcell}

@@ -1,0 +1,81 @@
+"""Training the NumPy Transformer: the paper's recipe (Adam 0.9 / 0.98 / 1e-9, warm-up schedule, label
+smoothing) on batches of NumPy arrays, with gradient clipping. Small on purpose: the chapters read it whole.
+
+Library code does not print: progress is an optional tqdm bar, logging goes through `callback`.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable, Iterable
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..config import ModelConfig, TrainConfig
+from ..numpy.loss import cross_entropy_backward, cross_entropy_forward
+from ..numpy.optim import Adam, clip_grad_norm, noam_lr
+from ..numpy.transformer import transformer_backward, transformer_forward
+
+__all__ = ["train_step", "train_numpy"]
+
+
+def train_step(params: dict, config: ModelConfig, optimizer: Adam, src: np.ndarray, tgt_in: np.ndarray,
+               tgt_out: np.ndarray, lr: float, label_smoothing: float = 0.0, clip_norm: float = 0.0,
+               rng: np.random.Generator | None = None) -> tuple[float, float]:
+    """One optimiser step on one batch: forward, loss, backward, clip, Adam. Returns (loss, gradient norm)."""
+    logits, cache = transformer_forward(src, tgt_in, params, config, rng=rng, training=True)  # (B, T, V)
+    loss, loss_cache = cross_entropy_forward(logits, tgt_out, config.pad_id, label_smoothing)
+    grads = transformer_backward(cross_entropy_backward(loss_cache), cache)
+    grad_norm = clip_grad_norm(grads, clip_norm)         # the norm before clipping (0 disables clipping)
+    optimizer.step(grads, lr=lr)
+    return loss, grad_norm
+
+
+def train_numpy(params: dict, config: ModelConfig, batches: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                train_config: TrainConfig = TrainConfig(), *, rng: np.random.Generator | None = None,
+                optimizer: Adam | None = None,
+                callback: Callable[[int, dict], bool | None] | None = None,
+                progress: bool = False) -> dict:
+    """Train `params` (updated in place) for train_config.max_steps steps or until `batches` runs out.
+
+    batches yields (src (B, S), tgt_in (B, T), tgt_out (B, T)) integer arrays. The learning rate at step k is
+    lr_factor * noam_lr(k, d_model, warmup_steps). Used from train_config: max_steps, warmup_steps, lr_factor,
+    adam_beta1/2, adam_eps, label_smoothing, clip_grad_norm, seed (for dropout when `rng` is None).
+    `callback(step, {"loss", "lr", "grad_norm"})` may return True to stop early. Pass your own `optimizer`
+    to continue a previous run (its step count continues the schedule).
+
+    Returns the history {"step", "loss", "lr", "grad_norm": lists, "seconds": float, "stop_reason": str}.
+    """
+    tc = train_config
+    rng = rng if rng is not None else np.random.default_rng(tc.seed)
+    if optimizer is None:
+        optimizer = Adam(params, lr=0.0, betas=(tc.adam_beta1, tc.adam_beta2), eps=tc.adam_eps)
+    history = {"step": [], "loss": [], "lr": [], "grad_norm": [], "seconds": 0.0, "stop_reason": "max_steps"}
+    start = time.perf_counter()
+    iterator = iter(batches)
+    bar = tqdm(total=tc.max_steps, disable=not progress, desc="numpy train", leave=False)
+    try:
+        for _ in range(tc.max_steps):
+            try:
+                src, tgt_in, tgt_out = next(iterator)
+            except StopIteration:
+                history["stop_reason"] = "data exhausted"
+                break
+            step = optimizer.t + 1
+            lr = noam_lr(step, config.d_model, tc.warmup_steps, tc.lr_factor)
+            loss, grad_norm = train_step(params, config, optimizer, src, tgt_in, tgt_out, lr,
+                                         tc.label_smoothing, tc.clip_grad_norm, rng)
+            if not (math.isfinite(loss) and math.isfinite(grad_norm)):
+                raise FloatingPointError(f"training diverged at step {step}: loss {loss}, gradient norm {grad_norm}")
+            for key, value in (("step", step), ("loss", loss), ("lr", lr), ("grad_norm", grad_norm)):
+                history[key].append(value)
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+            if callback is not None and callback(step, {"loss": loss, "lr": lr, "grad_norm": grad_norm}):
+                history["stop_reason"] = "callback"
+                break
+    finally:
+        bar.close()
+    history["seconds"] = time.perf_counter() - start
+    return history
