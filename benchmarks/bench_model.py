@@ -1,0 +1,244 @@
+"""Training-step and decoding speed of transformer_course.torch against torch.nn.Transformer.
+
+    python benchmarks/bench_model.py            # tiny + base-like training steps, decoding
+    python benchmarks/bench_model.py --quick    # a fast smoke run (tiny only, few rounds)
+
+Both models get the same sizes, the same embeddings + sinusoidal positions + tied output projection,
+the same label-smoothed loss (0.1, padding ignored) and the same Adam; rounds alternate between the two
+models and the table reports medians. Model-FLOP utilisation (MFU) is the model's matmul FLOPs per step
+(forward x 3) over the step time, against this machine's measured float32 matmul peak.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from transformer_course.config import ModelConfig
+from transformer_course.torch.decoding import beam_search, greedy_decode
+from transformer_course.torch.device import autocast, maybe_compile, pick_device
+from transformer_course.torch.loss import cross_entropy
+from transformer_course.torch.positional import sinusoidal_encoding
+from transformer_course.torch.transformer import Transformer
+
+SIZES = {  # name: (config fields, batch, length)
+    "tiny": (dict(d_model=128, n_heads=4, d_ff=512, n_encoder_layers=2, n_decoder_layers=2,
+                  src_vocab_size=1000, tgt_vocab_size=1000), 64, 32),
+    "base-like": (dict(d_model=512, n_heads=8, d_ff=2048, n_encoder_layers=6, n_decoder_layers=6,
+                       src_vocab_size=8000, tgt_vocab_size=8000), 8, 64),
+}
+
+
+class TorchReference(nn.Module):
+    """torch.nn.Transformer with what a real model needs around it: embeddings x sqrt(D), sinusoidal
+    positions, dropout, and an output projection tied to the target embedding (as our model)."""
+
+    def __init__(self, c: ModelConfig):
+        super().__init__()
+        self.c = c
+        self.src_embedding = nn.Embedding(c.src_vocab_size, c.d_model)
+        self.tgt_embedding = nn.Embedding(c.tgt_vocab_size, c.d_model)
+        self.register_buffer("pe", sinusoidal_encoding(c.max_len, c.d_model), persistent=False)
+        self.dropout = nn.Dropout(c.dropout)
+        self.transformer = nn.Transformer(c.d_model, c.n_heads, c.n_encoder_layers, c.n_decoder_layers, c.d_ff,
+                                          c.dropout, batch_first=True, norm_first=c.norm_first)
+
+    def forward(self, src, tgt_in):
+        S, T = src.shape[1], tgt_in.shape[1]
+        scale = math.sqrt(self.c.d_model)
+        x = self.dropout(self.src_embedding(src) * scale + self.pe[:S])
+        y = self.dropout(self.tgt_embedding(tgt_in) * scale + self.pe[:T])
+        causal = torch.ones(T, T, dtype=torch.bool, device=src.device).triu(1)  # True = masked (torch)
+        src_pad, tgt_pad = src == self.c.pad_id, tgt_in == self.c.pad_id
+        out = self.transformer(x, y, tgt_mask=causal, src_key_padding_mask=src_pad, tgt_key_padding_mask=tgt_pad,
+                               memory_key_padding_mask=src_pad, tgt_is_causal=True)
+        return F.linear(out, self.tgt_embedding.weight)
+
+
+def model_flops(c: ModelConfig, B: int, S: int, T: int) -> float:
+    """Matmul FLOPs of one training step (forward x 3: the backward costs about twice the forward)."""
+    D, F_, V = c.d_model, c.d_ff, c.tgt_vocab_size
+    enc = c.n_encoder_layers * (8 * S * D * D + 4 * S * S * D + 4 * S * D * F_)
+    dec = c.n_decoder_layers * (8 * T * D * D + 4 * T * T * D            # self-attention
+                                + 4 * T * D * D + 4 * S * D * D + 4 * T * S * D  # cross-attention
+                                + 4 * T * D * F_)
+    out = 2 * T * D * V
+    return 3.0 * B * (enc + dec + out)
+
+
+def matmul_peak(device: torch.device, n: int, clock=time.perf_counter, dtype=torch.float32) -> float:
+    """Best-of-10 FLOP/s of an n x n matmul: the machine's practical float32 peak (measured before and after
+    the runs; the larger is used, so a busy moment does not inflate the utilisation)."""
+    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
+    best = float("inf")
+    for _ in range(10):
+        _sync(device)
+        start = clock()
+        a @ b
+        _sync(device)
+        best = min(best, clock() - start)
+    return 2 * n ** 3 / best
+
+
+def _sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+def make_batch(c: ModelConfig, B: int, L: int, device, seed: int = 0):
+    """Random ids with right padding: lengths uniform in [3L/4, L] (as a length-bucketed batch)."""
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, c.src_vocab_size, (B, L), generator=g)
+    tgt = torch.randint(4, c.tgt_vocab_size, (B, L + 1), generator=g)
+    for row, n in enumerate(torch.randint(3 * L // 4, L + 1, (B,), generator=g).tolist()):
+        src[row, n:] = c.pad_id
+        tgt[row, n + 1:] = c.pad_id
+    return src.to(device), tgt[:, :-1].to(device), tgt[:, 1:].to(device)
+
+
+def train_step_fn(model, loss_fn, opt, batch, device, precision):
+    src, tgt_in, tgt_out = batch
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with autocast(device, precision):
+            logits = model(src, tgt_in)
+            loss = loss_fn(logits, tgt_out)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def time_interleaved(fns: dict, rounds: int, steps: int, device, clock=time.perf_counter) -> dict:
+    """Median seconds per call of each function, alternating the functions round by round."""
+    for fn in fns.values():                              # warm-up (allocator, kernels, compile)
+        fn()
+        fn()
+    times = {name: [] for name in fns}
+    for r in range(rounds):
+        order = list(fns) if r % 2 == 0 else list(reversed(fns))
+        for name in order:
+            _sync(device)
+            start = clock()
+            for _ in range(steps):
+                fns[name]()
+            _sync(device)
+            times[name].append((clock() - start) / steps)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def bench_training(size: str, args, device) -> dict:
+    """Median step times of both models for one size, with the step's FLOPs and tokens."""
+    fields, B, L = SIZES[size]
+    c = ModelConfig(dropout=args.dropout, max_len=max(L, 64), **fields)
+    torch.manual_seed(0)
+    ours = maybe_compile(Transformer(c).to(device), args.compile)
+    ref = maybe_compile(TorchReference(c).to(device), args.compile)
+    batch = make_batch(c, B, L, device)
+    adam = dict(lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    fns = {
+        "ours": train_step_fn(ours, lambda lo, y: cross_entropy(lo, y, c.pad_id, 0.1),
+                              torch.optim.Adam(ours.parameters(), **adam), batch, device, args.precision),
+        "torch": train_step_fn(ref, lambda lo, y: F.cross_entropy(lo.reshape(-1, lo.shape[-1]), y.reshape(-1),
+                                                                   ignore_index=c.pad_id, label_smoothing=0.1),
+                               torch.optim.Adam(ref.parameters(), **adam), batch, device, args.precision),
+    }
+    rounds, steps = (args.rounds, args.steps) if size == "tiny" else (max(3, args.rounds // 2), 1)
+    return {"size": size, "times": time_interleaved(fns, rounds, steps, device, args.clock_fn),
+            "flops": model_flops(c, B, L, L), "tokens": B * 2 * L}
+
+
+def training_rows(result: dict, peak: float) -> list[str]:
+    times, flops, tokens = result["times"], result["flops"], result["tokens"]
+    ratio = times["ours"] / times["torch"]
+    return [f"| {result['size']:9s} | {name:5s} | {times[name] * 1e3:9.1f} | {tokens / times[name]:10.0f} | "
+            f"{100 * flops / times[name] / peak:5.1f}% | " + (f"{ratio:10.2f} |" if name == "ours" else "           |")
+            for name in ("ours", "torch")]
+
+
+def bench_decoding(args, device) -> list[str]:
+    fields, _, _ = SIZES["tiny"]
+    c = ModelConfig(dropout=0.0, max_len=128, **fields)
+    torch.manual_seed(0)
+    model = Transformer(c).to(device).eval()
+    src, _, _ = make_batch(c, 16, 32, device, seed=1)
+    # eos_id=-1 never occurs: every call decodes exactly 32 tokens, so the timings compare equal work
+    greedy = lambda cache: greedy_decode(model, src, max_len=32, eos_id=-1, use_cache=cache)  # noqa: E731
+    same = torch.equal(greedy(True), greedy(False)) and torch.equal(greedy(True), naive_greedy(model, src, 32))
+    med = time_interleaved({"cache": lambda: greedy(True), "decoder": lambda: greedy(False),
+                            "all": lambda: naive_greedy(model, src, 32),
+                            "beam4": lambda: beam_search(model, src, beam_size=4, max_len=32, eos_id=-1)},
+                           args.rounds, 1, device, args.clock_fn)
+    n = 16 * 32
+    return [f"| greedy, KV cache                   | {med['cache'] * 1e3:9.1f} | {n / med['cache']:8.0f} | 1.0 |",
+            f"| greedy, recompute decoder          | {med['decoder'] * 1e3:9.1f} | {n / med['decoder']:8.0f} | "
+            f"{med['decoder'] / med['cache']:.1f} |",
+            f"| greedy, recompute model(src, ys)   | {med['all'] * 1e3:9.1f} | {n / med['all']:8.0f} | "
+            f"{med['all'] / med['cache']:.1f} |",
+            f"| beam 4, KV cache                   | {med['beam4'] * 1e3:9.1f} | {n / med['beam4']:8.0f} | "
+            f"{med['beam4'] / med['cache']:.1f} |",
+            f"identical tokens with and without the cache: {same}"]
+
+
+@torch.no_grad()
+def naive_greedy(model, src, steps):
+    """The textbook loop with no reuse at all: model(src, prefix) every step (encoder included)."""
+    ys = torch.full((src.shape[0], 1), 1, dtype=torch.long, device=src.device)
+    for _ in range(steps):
+        next_token = model(src, ys)[:, -1].argmax(-1)
+        ys = torch.cat([ys, next_token[:, None]], dim=1)
+    return ys[:, 1:]
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny config only, few rounds: a smoke run")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, mps")
+    parser.add_argument("--threads", type=int, default=None, help="intra-op CPU threads (default: torch's)")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds; medians are reported")
+    parser.add_argument("--steps", type=int, default=3, help="training steps per round (tiny)")
+    parser.add_argument("--dropout", type=float, default=0.1, help="the same dropout for both models")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
+    parser.add_argument("--compile", action="store_true", help="torch.compile both models")
+    parser.add_argument("--sizes", default="tiny,base-like", help="comma-separated: tiny, base-like")
+    parser.add_argument("--clock", default="wall", choices=["wall", "cpu"],
+                        help="wall: elapsed time; cpu: this process's CPU time, which a machine shared with other "
+                             "jobs does not inflate (meaningful on CPU with --threads 1 only)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.rounds, args.steps, args.sizes = 3, 1, "tiny"
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    if args.clock == "cpu" and (device.type != "cpu" or torch.get_num_threads() != 1):
+        parser.error("--clock cpu: needs --device cpu and --threads 1 (CPU time adds up every thread's time)")
+    args.clock_fn = time.process_time if args.clock == "cpu" else time.perf_counter
+    peak = matmul_peak(device, 512 if args.quick else 1024, args.clock_fn)
+    print(f"device {device}, {torch.get_num_threads()} CPU threads, torch {torch.__version__}, "
+          f"precision {args.precision}, compile {args.compile}, dropout {args.dropout}, "
+          f"{args.rounds} interleaved rounds (medians), {args.clock} clock")
+    results = [bench_training(size.strip(), args, device) for size in args.sizes.split(",")]
+    peak = max(peak, matmul_peak(device, 512 if args.quick else 1024, args.clock_fn))
+    print(f"matmul peak (the larger of two measurements, before and after the training runs) "
+          f"{peak / 1e9:.1f} GFLOP/s; tokens = source + target positions")
+    print("\n| config    | model | step (ms) |   tokens/s |   MFU | ours/torch |")
+    print("|-----------|-------|-----------|------------|-------|------------|")
+    for result in results:
+        for row in training_rows(result, peak):
+            print(row)
+    print("\ngreedy decoding of 32 tokens, batch 16, tiny config (source length <= 32, random weights)")
+    print("| method                             | time (ms) | tokens/s | time / cached greedy |")
+    print("|------------------------------------|-----------|----------|----------------------|")
+    for row in bench_decoding(args, device):
+        print(row)
+
+
+if __name__ == "__main__":
+    main()

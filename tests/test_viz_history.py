@@ -1,0 +1,38 @@
+"""Chapter 1's figures: the timeline places every paper, the path diagrams highlight the right path."""
+import matplotlib
+
+matplotlib.use("Agg")  # tests only; notebooks keep the inline backend
+import matplotlib.pyplot as plt
+import pytest
+
+from transformer_course.viz.history import plot_layer_paths, plot_timeline
+
+RED = (0.8392156862745098, 0.15294117647058825, 0.1568627450980392, 1.0)
+
+
+def test_timeline_writes_one_label_per_paper_in_date_order():
+    ax = plot_timeline([(2017.4, "C", "c"), (2014.5, "A", "a"), (2015.6, "B", "b")], title="t")
+    assert [text.get_text() for text in ax.texts] == ["A: a", "B: b", "C: c"]
+    assert ax.get_title() == "t"
+    plt.close("all")
+    with pytest.raises(ValueError, match="events"):
+        plot_timeline([])
+
+
+def _red_arrows(ax):
+    return [a for a in ax.texts if hasattr(a, "arrow_patch") and a.arrow_patch.get_edgecolor() == RED]
+
+
+@pytest.mark.parametrize("n, k, conv_layers", [(8, 2, 3), (9, 3, 2), (10, 3, 3)])
+def test_path_lengths_are_n_log_k_n_and_one(n, k, conv_layers):
+    fig = plot_layer_paths(n, k)
+    recurrent, convolution, attention = fig.axes
+    assert len(_red_arrows(recurrent)) == n          # x_1 -> h_1, then n - 1 recurrent steps
+    assert len(_red_arrows(convolution)) == conv_layers
+    assert len(_red_arrows(attention)) == 1
+    plt.close(fig)
+
+
+def test_path_diagram_rejects_tiny_sizes():
+    with pytest.raises(ValueError, match="n and k"):
+        plot_layer_paths(1, 2)

@@ -1,0 +1,96 @@
+"""The decoder: N layers of masked self-attention, cross-attention to the encoder output, and feed-forward."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .attention import KVCache, MultiHeadAttention
+from .feedforward import FeedForward
+from .layernorm import LayerNorm
+from .sublayer import residual
+
+__all__ = ["DecoderLayer", "Decoder", "DecoderCache"]
+
+
+class DecoderCache:
+    """What incremental decoding keeps: per layer, the self-attention keys/values of every past position
+    (grown by one position per step) and the cross-attention keys/values of the source (computed once)."""
+
+    def __init__(self, n_layers: int):
+        self.layers = [(KVCache(static=False), KVCache(static=True)) for _ in range(n_layers)]
+        self.length = 0                                  # positions decoded so far: the next position's index
+
+    def reorder(self, index: torch.Tensor, include_static: bool = False) -> None:
+        """Keep batch rows `index` (beam search follows its surviving beams). The cross-attention keys depend
+        on the source only, so they are copied only when asked (once, to go from one row per source to K)."""
+        for self_cache, cross_cache in self.layers:
+            self_cache.reorder(index)
+            if include_static:
+                cross_cache.reorder(index)
+
+
+class DecoderLayer(nn.Module):
+    """Submodules: self_attn, cross_attn, ffn, norm1, norm2, norm3 (the NumPy twin's parameter keys)."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
+                 attention_dropout: float = 0.0, norm_first: bool = False, eps: float = 1e-5):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
+        self.ffn = FeedForward(d_model, d_ff)
+        self.norm1 = LayerNorm(d_model, eps)
+        self.norm2 = LayerNorm(d_model, eps)
+        self.norm3 = LayerNorm(d_model, eps)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
+                cross_mask: torch.Tensor | None = None, need_weights: bool = False,
+                cache: tuple[KVCache, KVCache] | None = None, is_causal: bool = False):
+        """x (B, T, D), memory (B, S, D), self_mask (B or 1, T or 1, T), cross_mask (B or 1, T or 1, S)
+        -> (x (B, T, D), (self weights (B, H, T, T), cross weights (B, H, T, S)) or (None, None))."""
+        self_cache, cross_cache = cache if cache is not None else (None, None)
+        self_weights = cross_weights = None
+
+        def self_attention(h):
+            nonlocal self_weights
+            out, self_weights = self.self_attn(h, h, self_mask, need_weights, self_cache, is_causal)  # (B, T, D)
+            return out
+
+        def cross_attention(h):
+            nonlocal cross_weights
+            out, cross_weights = self.cross_attn(h, memory, cross_mask, need_weights, cross_cache)  # (B, T, D)
+            return out
+
+        x = residual(x, self_attention, self.norm1, self.dropout, self.norm_first)   # (B, T, D)
+        x = residual(x, cross_attention, self.norm2, self.dropout, self.norm_first)  # (B, T, D)
+        x = residual(x, self.ffn, self.norm3, self.dropout, self.norm_first)         # (B, T, D)
+        return x, (self_weights, cross_weights)
+
+
+class Decoder(nn.Module):
+    """A stack of n_layers DecoderLayers; pre-LN stacks end with a LayerNorm (`norm`)."""
+
+    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
+                 attention_dropout: float = 0.0, norm_first: bool = False, eps: float = 1e-5):
+        super().__init__()
+        self.layers = nn.ModuleList([DecoderLayer(d_model, n_heads, d_ff, dropout, attention_dropout,
+                                                  norm_first, eps) for _ in range(n_layers)])
+        self.norm = LayerNorm(d_model, eps) if norm_first else None
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
+                cross_mask: torch.Tensor | None = None, need_weights: bool = False,
+                cache: DecoderCache | None = None, is_causal: bool = False):
+        """x (B, T, D), memory (B, S, D) -> (x (B, T, D), {"self": [...], "cross": [...]} or None)."""
+        self_weights, cross_weights = [], []
+        for i, layer in enumerate(self.layers):
+            layer_cache = cache.layers[i] if cache is not None else None
+            x, (w_self, w_cross) = layer(x, memory, self_mask, cross_mask, need_weights, layer_cache,
+                                         is_causal)      # (B, T, D)
+            self_weights.append(w_self)
+            cross_weights.append(w_cross)
+        if self.norm is not None:
+            x = self.norm(x)                             # (B, T, D)
+        if cache is not None:
+            cache.length += x.shape[1]
+        return x, ({"self": self_weights, "cross": cross_weights} if need_weights else None)

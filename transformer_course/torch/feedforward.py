@@ -1,0 +1,27 @@
+"""The position-wise feed-forward network FFN(x) = max(0, x W_1 + b_1) W_2 + b_2 (paper eq. 2)."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["FeedForward"]
+
+
+class FeedForward(nn.Module):
+    """Two linear maps with a ReLU between, applied to every position alone; Xavier uniform, zero biases.
+
+    No dropout inside: the paper puts dropout on the sublayer's output (see `sublayer.residual`).
+    """
+
+    def __init__(self, d_model: int, d_ff: int):
+        super().__init__()
+        self.W_1 = nn.Linear(d_model, d_ff)
+        self.W_2 = nn.Linear(d_ff, d_model)
+        for linear in (self.W_1, self.W_2):
+            nn.init.xavier_uniform_(linear.weight)
+            nn.init.zeros_(linear.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.relu(self.W_1(x))                          # (B, T, D) -> (B, T, F)
+        return self.W_2(h)                               # (B, T, F) -> (B, T, D)
