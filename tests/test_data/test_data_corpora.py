@@ -1,0 +1,99 @@
+"""Corpus loaders on small local files; download-with-checksum through file:// URLs (no network)."""
+import gzip
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from transformer_course.data import corpora
+from transformer_course.data.corpora import (CorpusError, download, load_multi30k, load_tsv_corpus,
+                                             read_tsv_pairs, split_pairs)
+
+SAMPLE = Path(corpora.__file__).parent / "files" / "sample_en_fr.tsv"
+
+
+def test_shipped_sample_tsv():
+    pairs = read_tsv_pairs(SAMPLE)
+    assert len(pairs) == 20 and pairs[0] == ("Go.", "Va !")
+    data = load_tsv_corpus(SAMPLE, n_val=3, n_test=3, seed=0)
+    test_sources = {s for s, _ in data.test}
+    assert not test_sources & {s for s, _ in data.train}     # "Go." (two translations) stays in one split
+    assert len(data.train) + len(data.val) + len(data.test) == 20
+
+
+def test_empty_file(tmp_path):
+    path = tmp_path / "empty.tsv"
+    path.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match="empty"):
+        read_tsv_pairs(path)
+
+
+def test_malformed_line_reports_line_number(tmp_path):
+    path = tmp_path / "bad.tsv"
+    path.write_text("Hi.\tSalut.\nOops no tab here\nBye.\tAu revoir.\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"bad\.tsv:2: expected at least 2 tab-separated columns"):
+        read_tsv_pairs(path)
+    path.write_text("Hi.\tSalut.\nBye.\tAu revoir.\nEmpty.\t \n", encoding="utf-8")
+    with pytest.raises(CorpusError, match=r":3: empty target"):
+        read_tsv_pairs(path)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no corpus file"):
+        read_tsv_pairs(tmp_path / "nope.tsv")
+
+
+def test_split_pairs_errors_when_too_small():
+    with pytest.raises(ValueError, match="n_val"):
+        split_pairs([("a", "b"), ("c", "d")], n_val=1, n_test=1)
+
+
+def _write_multi30k(root: Path, gz: bool):
+    root.mkdir()
+    names = {"train": "train", "val": "val", "test": "test_2016_flickr"}
+    for split, stem in names.items():
+        for lang, lines in (("en", ["A dog runs.", "Two men talk."]),
+                            ("de", ["Ein Hund rennt.", "Zwei Männer reden."])):
+            text = "\n".join(f"{line} ({split})" for line in lines) + "\n"
+            if gz:
+                with gzip.open(root / f"{stem}.{lang}.gz", "wt", encoding="utf-8") as f:
+                    f.write(text)
+            else:
+                (root / f"{stem}.{lang}").write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_multi30k_local_files(tmp_path, gz):
+    _write_multi30k(tmp_path / "m30k", gz)
+    data = load_multi30k(tmp_path / "m30k", "en", "de")
+    assert data.train[0] == ("A dog runs. (train)", "Ein Hund rennt. (train)")
+    assert len(data.val) == len(data.test) == 2
+
+
+def test_multi30k_misaligned_and_missing(tmp_path):
+    _write_multi30k(tmp_path / "m30k", gz=False)
+    (tmp_path / "m30k" / "val.de").write_text("only one line\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match="line-aligned"):
+        load_multi30k(tmp_path / "m30k")
+    with pytest.raises(FileNotFoundError, match="download_missing"):
+        load_multi30k(tmp_path / "elsewhere")
+
+
+def test_multi30k_downloads_missing_files(tmp_path, monkeypatch):
+    source = tmp_path / "server"
+    _write_multi30k(source, gz=True)
+    urls = {split: source.as_uri() + "/" + url.rsplit("/", 1)[1] for split, url in corpora.MULTI30K_URLS.items()}
+    monkeypatch.setattr(corpora, "MULTI30K_URLS", urls)
+    data = load_multi30k(tmp_path / "cache", download_missing=True)
+    assert len(data.train) == 2 and (tmp_path / "cache" / "train.en.gz").exists()
+
+
+def test_download_checks_sha256(tmp_path):
+    src = tmp_path / "corpus.tsv"
+    src.write_bytes(b"Hi.\tSalut.\n")
+    good = hashlib.sha256(src.read_bytes()).hexdigest()
+    dest = download(src.as_uri(), tmp_path / "out" / "corpus.tsv", sha256=good)
+    assert dest.read_bytes() == src.read_bytes()
+    with pytest.raises(CorpusError, match="sha256"):
+        download(src.as_uri(), tmp_path / "out2" / "corpus.tsv", sha256="0" * 64)
+    assert not any((tmp_path / "out2").iterdir())        # nothing half-written is left behind

@@ -1,0 +1,110 @@
+"""Chapter 6's checks accept the reference answers and give the right hint for each common mistake."""
+import numpy as np
+import pytest
+
+from transformer_course.exercises import ExerciseError
+from transformer_course.exercises.positional import check_shift_matrix, check_sinusoidal_encoding
+
+
+def good_encoding(max_len, d_model):
+    pos = np.arange(max_len)[:, None]
+    angle = pos / 10000 ** (np.arange(0, d_model, 2) / d_model)
+    pe = np.zeros((max_len, d_model))
+    pe[:, 0::2] = np.sin(angle)
+    pe[:, 1::2] = np.cos(angle[:, : d_model // 2])
+    return pe
+
+
+def seed_loop_encoding(max_len, d_model):  # the seed notes' loop: 2 * i with i already even
+    pe = np.zeros((max_len, d_model))
+    for pos in range(max_len):
+        for i in range(0, d_model, 2):
+            pe[pos, i] = np.sin(pos / 10000 ** (2 * i / d_model))
+            if i + 1 < d_model:
+                pe[pos, i + 1] = np.cos(pos / 10000 ** (2 * i / d_model))
+    return pe
+
+
+def swapped(max_len, d_model):
+    pe = good_encoding(max_len, d_model)
+    angle = np.arange(max_len)[:, None] / 10000 ** (np.arange(0, d_model, 2) / d_model)
+    pe[:, 0::2] = np.cos(angle)
+    pe[:, 1::2] = np.sin(angle[:, : d_model // 2])
+    return pe
+
+
+def halves(max_len, d_model):
+    angle = np.arange(max_len)[:, None] / 10000 ** (np.arange(0, d_model, 2) / d_model)
+    return np.concatenate([np.sin(angle), np.cos(angle)[:, : d_model // 2]], axis=1)
+
+
+def halved_exponent(max_len, d_model):
+    angle = np.arange(max_len)[:, None] / 10000 ** (np.arange(0, (d_model + 1) // 2) / d_model)
+    pe = np.zeros((max_len, d_model))
+    pe[:, 0::2] = np.sin(angle)
+    pe[:, 1::2] = np.cos(angle[:, : d_model // 2])
+    return pe
+
+
+def from_one(max_len, d_model):
+    return good_encoding(max_len + 1, d_model)[1:]
+
+
+def even_only(max_len, d_model):  # crashes for odd d_model
+    angle = np.arange(max_len)[:, None] / 10000 ** (np.arange(0, d_model, 2) / d_model)
+    pe = np.zeros((max_len, d_model))
+    pe[:, 0::2] = np.sin(angle)
+    pe[:, 1::2] = np.cos(angle)
+    return pe
+
+
+def test_reference_encoding_passes(capsys):
+    assert check_sinusoidal_encoding(good_encoding) is True
+    assert "✔ Correct" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (seed_loop_encoding, "exponent is doubled"),
+    (halved_exponent, "exponent is halved"),
+    (swapped, "sine and cosine are swapped"),
+    (halves, "all the sines, then all the cosines"),
+    (from_one, "positions start at 1"),
+    (lambda m, d: good_encoding(m, d).T, "transpose"),
+    (even_only, "odd d_model"),
+])
+def test_each_mistake_gets_its_hint(fn, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_sinusoidal_encoding(fn)
+
+
+def test_unattempted_is_reported(capsys):
+    def stub(max_len, d_model):
+        raise NotImplementedError
+    assert check_sinusoidal_encoding(stub) is False
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def good_shift(k, d_model):
+    M = np.zeros((d_model, d_model))
+    for j in range(0, d_model, 2):
+        a = k / 10000 ** (j / d_model)
+        M[j:j + 2, j:j + 2] = [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
+    return M
+
+
+def test_reference_shift_passes_and_really_shifts(capsys):
+    assert check_shift_matrix(good_shift) is True
+    pe = good_encoding(30, 8)
+    assert np.allclose(pe[:-4] @ good_shift(4, 8), pe[4:])
+    assert "✔ Correct" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (lambda k, d: good_shift(k, d).T, "column vectors"),
+    (lambda k, d: good_shift(-k, d), "PE\\[pos - k\\]"),
+    (lambda k, d: np.kron(np.eye(d // 2), [[np.cos(k), -np.sin(k)], [np.sin(k), np.cos(k)]]), "same angle"),
+    (lambda k, d: np.eye(d), "values differ"),
+])
+def test_shift_mistakes_get_their_hint(fn, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_shift_matrix(fn)

@@ -1,0 +1,62 @@
+"""Workshop widgets: each static twin figure draws what its widget shows, and each widget builds its controls."""
+import matplotlib
+
+matplotlib.use("Agg")  # tests only; notebooks keep the inline backend
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from transformer_course.viz import widgets as w
+
+
+def _close(fig):
+    plt.close(fig)
+    return True
+
+
+def test_softmax_scaling_figure_shows_saturation_without_scaling():
+    fig = w.softmax_scaling_figure(d_k=256, scale=False)
+    right = fig.axes[1]
+    scaled, raw = right.lines[0].get_ydata(), right.lines[1].get_ydata()
+    # at large d_k raw dot products saturate (one key takes almost everything); scaled ones do not
+    assert raw[-1] > 0.9 and scaled[-1] < 0.6
+    assert _close(fig)
+    with pytest.raises(ValueError, match="temperature > 0"):
+        w.softmax_scaling_figure(temperature=0)
+
+
+def test_mask_figure_marks_padding_and_future_positions():
+    fig = w.mask_figure(lengths=(3,), T=4, causal=True)
+    combined = fig.axes[2].images[0].get_array()
+    expected = np.tril(np.ones((4, 4), dtype=bool)) & (np.arange(4) < 3)[None, :]
+    assert np.array_equal(np.asarray(combined, dtype=bool), expected)
+    assert _close(fig)
+    with pytest.raises(ValueError, match="lengths: expected values in"):
+        w.mask_figure(lengths=(5,), T=4)
+
+
+def test_positional_figure_peaks_at_the_chosen_position():
+    fig = w.positional_figure(max_len=40, d_model=32, position=12)
+    similarity = fig.axes[1].lines[0].get_ydata()
+    assert int(np.argmax(similarity)) == 12 and np.isclose(similarity[12], 1.0)
+    assert _close(fig)
+
+
+def test_warmup_figure_peaks_at_the_warmup_step():
+    fig = w.warmup_figure(d_model=512, warmup=4000, steps=20000)
+    lr = fig.axes[0].lines[0].get_ydata()
+    assert int(np.argmax(lr)) + 1 == 4000
+    assert np.isclose(lr.max(), 512 ** -0.5 * 4000 ** -0.5)
+    assert _close(fig)
+
+
+@pytest.mark.parametrize("build", [w.softmax_scaling_widget, w.mask_widget, w.positional_widget,
+                                   w.warmup_widget])
+def test_widgets_build_controls_and_an_output(build):
+    import ipywidgets
+
+    box = build()
+    controls, output = box.children
+    assert isinstance(output, ipywidgets.Output)
+    assert len(controls.children) >= 2
+    plt.close("all")

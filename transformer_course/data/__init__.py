@@ -1,0 +1,24 @@
+"""Data: tokenisers and vocabularies, offline tasks, corpus loaders, batching.
+
+`vocab`, `tasks`, `corpora` and `batching` need only NumPy; `loader` (the torch `DataLoader`) imports torch,
+so its names are loaded on first use.
+"""
+from .batching import Seq2SeqDataset, bucket_batches, make_numpy_batch, numpy_batches, pad_sequences
+from .corpora import CorpusError, download, load_multi30k, load_tsv_corpus, read_tsv_pairs
+from .tasks import ParallelData, copy_task, make_task, number_translation, reverse_task, sort_task
+from .vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, CharTokenizer, Vocab, WordTokenizer, get_tokenizer
+
+_LAZY = {"Batch", "BucketBatchSampler", "collate", "make_dataloader"}
+
+__all__ = ["Seq2SeqDataset", "bucket_batches", "make_numpy_batch", "numpy_batches", "pad_sequences",
+           "CorpusError", "download", "load_multi30k", "load_tsv_corpus", "read_tsv_pairs",
+           "ParallelData", "copy_task", "make_task", "number_translation", "reverse_task", "sort_task",
+           "BOS_ID", "EOS_ID", "PAD_ID", "UNK_ID", "CharTokenizer", "Vocab", "WordTokenizer", "get_tokenizer",
+           *sorted(_LAZY)]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        from . import loader
+        return getattr(loader, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,190 @@
+"""Real parallel corpora for online users: Tatoeba/Anki tab-separated files and Multi30k.
+
+Nothing here touches the network unless `download` is called. `download` checks a SHA-256 so a truncated or
+tampered file is never used; the course's tests exercise it with `file://` URLs.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+from .tasks import ParallelData
+
+__all__ = ["CorpusError", "sha256sum", "download", "read_tsv_pairs", "load_tsv_corpus", "read_parallel_files",
+           "load_multi30k", "split_pairs", "MULTI30K_URLS"]
+
+# Multi30k (Elliott et al. 2016), task 1: one sentence per line, files {split}.{lang}.gz.
+MULTI30K_URLS = {
+    "train": "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/train.{lang}.gz",
+    "val": "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/val.{lang}.gz",
+    "test": "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/test_2016_flickr.{lang}.gz",
+}
+
+
+class CorpusError(ValueError):
+    """A corpus file that cannot be used (empty, malformed line, bad checksum); the message says where."""
+
+
+def sha256sum(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """Hex SHA-256 of a file, read in chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(chunk), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def download(url: str, dest: str | os.PathLike, sha256: str | None = None, timeout: float = 60.0) -> Path:
+    """Fetch `url` to `dest` (skipped when `dest` exists with the right hash); verify `sha256` if given.
+
+    The file is written next to `dest` under a temporary name and renamed only after the hash matched, so
+    an interrupted download never leaves a half file at `dest`.
+    """
+    dest = Path(dest)
+    if dest.exists() and (sha256 is None or sha256sum(dest) == sha256.lower()):
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=dest.name + ".", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as response:
+            while block := response.read(1 << 20):
+                out.write(block)
+        if sha256 is not None:
+            got = sha256sum(tmp)
+            if got != sha256.lower():
+                raise CorpusError(f"download: {url} has sha256 {got}, expected {sha256.lower()}; "
+                                  "the file changed or the transfer was corrupted (nothing was saved)")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)                    # mkstemp makes 0600 files
+        os.replace(tmp, dest)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return dest
+
+
+def _open_text(path: Path):
+    if path.suffix == ".gz":
+        import gzip
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def read_tsv_pairs(path: str | os.PathLike, src_col: int = 0, tgt_col: int = 1,
+                   skip_blank: bool = True) -> list[tuple[str, str]]:
+    """(source, target) pairs from a tab-separated file (Tatoeba/Anki: "Go.<TAB>Va !<TAB>attribution").
+
+    Extra columns are ignored; a line with fewer columns than needed, or an empty source/target, raises
+    `CorpusError` naming the file and the 1-based line number. An empty file raises too.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"path: no corpus file at {path}")
+    need = max(src_col, tgt_col) + 1
+    pairs = []
+    with _open_text(path) as f:
+        for lineno, line in enumerate(f, start=1):
+            line = line.rstrip("\n").rstrip("\r")
+            if skip_blank and not line.strip():
+                continue
+            cols = line.split("\t")
+            if len(cols) < need:
+                raise CorpusError(f"{path}:{lineno}: expected at least {need} tab-separated columns, "
+                                  f"got {len(cols)}: {line[:60]!r}")
+            src, tgt = cols[src_col].strip(), cols[tgt_col].strip()
+            if not src or not tgt:
+                raise CorpusError(f"{path}:{lineno}: empty {'source' if not src else 'target'} sentence")
+            pairs.append((src, tgt))
+    if not pairs:
+        raise CorpusError(f"{path}: the corpus file is empty (no sentence pairs)")
+    return pairs
+
+
+def split_pairs(pairs: list[tuple[str, str]], n_val: int, n_test: int, seed: int = 0,
+                by_source: bool = True) -> tuple[list, list, list]:
+    """Shuffle and split into train/val/test; with `by_source`, all pairs sharing a source sentence land
+    in the same split (Tatoeba has many translations of "Go."), so test sources are never trained on."""
+    keys = sorted({src for src, _ in pairs}) if by_source else list(range(len(pairs)))
+    order = np.random.default_rng(seed).permutation(len(keys))
+    if n_val + n_test >= len(keys):
+        raise ValueError(f"n_val + n_test: expected fewer than the {len(keys)} distinct "
+                         f"{'sources' if by_source else 'pairs'}, got {n_val} + {n_test}")
+    split_of = {}
+    for rank, k in enumerate(order):
+        split_of[keys[k]] = 2 if rank < n_test else 1 if rank < n_test + n_val else 0
+    out: tuple[list, list, list] = ([], [], [])
+    for i, pair in enumerate(pairs):
+        out[split_of[pair[0] if by_source else i]].append(pair)
+    return out
+
+
+def load_tsv_corpus(path: str | os.PathLike, n_val: int = 1000, n_test: int = 1000, seed: int = 0,
+                    src_col: int = 0, tgt_col: int = 1, tokenizer: str = "word",
+                    max_tokens: int | None = None) -> ParallelData:
+    """A Tatoeba/Anki TSV file as a `ParallelData`, split by source sentence (see `split_pairs`).
+
+    `max_tokens` drops pairs whose source or target is longer (in whitespace words) — the usual way to keep
+    a CPU run short.
+    """
+    pairs = read_tsv_pairs(path, src_col, tgt_col)
+    if max_tokens is not None:
+        pairs = [p for p in pairs if max(len(p[0].split()), len(p[1].split())) <= max_tokens]
+    train, val, test = split_pairs(pairs, n_val, n_test, seed)
+    return ParallelData(train, val, test, src_tokenizer=tokenizer, tgt_tokenizer=tokenizer,
+                        name=Path(path).stem,
+                        info=dict(path=str(path), n_val=n_val, n_test=n_test, seed=seed, max_tokens=max_tokens))
+
+
+def read_parallel_files(src_path: str | os.PathLike, tgt_path: str | os.PathLike) -> list[tuple[str, str]]:
+    """Pairs from two line-aligned files (Multi30k style); differing line counts or empty lines raise."""
+    src_path, tgt_path = Path(src_path), Path(tgt_path)
+    with _open_text(src_path) as f:
+        src = [line.rstrip("\n") for line in f]
+    with _open_text(tgt_path) as f:
+        tgt = [line.rstrip("\n") for line in f]
+    if not src:
+        raise CorpusError(f"{src_path}: the corpus file is empty")
+    if not tgt:
+        raise CorpusError(f"{tgt_path}: the corpus file is empty")
+    if len(src) != len(tgt):
+        raise CorpusError(f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}; "
+                          "parallel files must be line-aligned")
+    for lineno, (s, t) in enumerate(zip(src, tgt), start=1):
+        if not s.strip() or not t.strip():
+            where = src_path if not s.strip() else tgt_path
+            raise CorpusError(f"{where}:{lineno}: empty sentence in a parallel file")
+    return [(s.strip(), t.strip()) for s, t in zip(src, tgt)]
+
+
+def load_multi30k(root: str | os.PathLike, src_lang: str = "en", tgt_lang: str = "de",
+                  download_missing: bool = False, checksums: dict[str, str] | None = None,
+                  tokenizer: str = "word") -> ParallelData:
+    """Multi30k task 1 from `root` (files train.en[.gz], val.en, test_2016_flickr.en, ...).
+
+    With `download_missing`, absent files are fetched from `MULTI30K_URLS`; `checksums` maps a file name
+    ("train.en.gz") to its expected sha256 (the download is verified when given).
+    """
+    root = Path(root)
+    splits = {}
+    for split, url in MULTI30K_URLS.items():
+        files = []
+        for lang in (src_lang, tgt_lang):
+            name = url.format(lang=lang).rsplit("/", 1)[1]
+            candidates = [root / name, root / name.removesuffix(".gz")]
+            found = next((p for p in candidates if p.exists()), None)
+            if found is None:
+                if not download_missing:
+                    raise FileNotFoundError(f"root: no {candidates[1].name} or {name} in {root}; "
+                                            "pass download_missing=True (needs the network) or copy the files there")
+                found = download(url.format(lang=lang), root / name, (checksums or {}).get(name))
+            files.append(found)
+        splits[split] = read_parallel_files(*files)
+    return ParallelData(splits["train"], splits["val"], splits["test"], src_tokenizer=tokenizer,
+                        tgt_tokenizer=tokenizer,
+                        name=f"multi30k-{src_lang}-{tgt_lang}", info=dict(root=str(root)))

@@ -1,0 +1,175 @@
+"""Tokenisers (character and word level) and vocabularies with fixed special tokens.
+
+A `Vocab` maps tokens to integer ids and back. Ids 0-3 are always the special tokens, in this order:
+pad (fills short sequences; ignored by attention and by the loss), bos (begin of sequence: the decoder's
+first input), eos (end of sequence: the model's signal to stop) and unk (any token not in the vocabulary).
+A vocabulary remembers its tokeniser, so `encode`/`decode` turn text into ids and back in one call, and it
+saves to and loads from a small JSON file.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from typing import Iterable, Sequence
+
+__all__ = ["PAD", "BOS", "EOS", "UNK", "SPECIALS", "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID",
+           "CharTokenizer", "WordTokenizer", "get_tokenizer", "Vocab"]
+
+PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
+SPECIALS = (PAD, BOS, EOS, UNK)
+PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
+
+
+class CharTokenizer:
+    """Every character is a token (spaces included), so decoding is exact: `detokenize(tokenize(s)) == s`."""
+
+    name = "char"
+
+    def tokenize(self, text: str) -> list[str]:
+        return list(text)
+
+    def detokenize(self, tokens: Sequence[str]) -> str:
+        return "".join(tokens)
+
+
+class WordTokenizer:
+    """Words and punctuation marks are tokens: "ninety-seven," -> ["ninety", "-", "seven", ","].
+
+    Splitting the hyphen off keeps the vocabulary small and lets a model meet "quatre-vingt-dix-sept" as
+    four words it knows. Decoding glues hyphens and apostrophes to both neighbours and closing punctuation
+    to the word before, so text made only of words, single spaces and those marks round-trips exactly.
+    """
+
+    name = "word"
+    _pattern = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+    _glue_both = {"-", "'", "’"}
+    _glue_left = {",", ".", "!", "?", ";", ":", ")", "%"}
+
+    def tokenize(self, text: str) -> list[str]:
+        return self._pattern.findall(text)
+
+    def detokenize(self, tokens: Sequence[str]) -> str:
+        out: list[str] = []
+        for i, token in enumerate(tokens):
+            glue = i == 0 or token in self._glue_both or token in self._glue_left or tokens[i - 1] in self._glue_both
+            out.append(token if glue else " " + token)
+        return "".join(out)
+
+
+_TOKENIZERS = {"char": CharTokenizer, "word": WordTokenizer}
+
+
+def get_tokenizer(name: str):
+    """The tokeniser called `name` ("char" or "word")."""
+    if name not in _TOKENIZERS:
+        raise ValueError(f"tokenizer: expected one of {sorted(_TOKENIZERS)}, got {name!r}")
+    return _TOKENIZERS[name]()
+
+
+class Vocab:
+    """Token <-> id mapping; ids 0..3 are pad, bos, eos, unk; the tokeniser is part of the vocabulary."""
+
+    def __init__(self, tokens: Iterable[str], tokenizer: str = "word"):
+        tokens = list(tokens)
+        if tuple(tokens[:4]) != SPECIALS:
+            tokens = list(SPECIALS) + [t for t in tokens if t not in SPECIALS]
+        if len(set(tokens)) != len(tokens):
+            dupes = sorted(t for t, n in Counter(tokens).items() if n > 1)
+            raise ValueError(f"tokens: expected unique tokens, got duplicates {dupes[:10]}")
+        self.tokenizer = get_tokenizer(tokenizer)
+        self.itos: list[str] = tokens
+        self.stoi: dict[str, int] = {t: i for i, t in enumerate(tokens)}
+
+    # -- building --------------------------------------------------------------------------------------
+    @classmethod
+    def build(cls, texts: Iterable[str], tokenizer: str = "word", min_freq: int = 1,
+              max_size: int | None = None) -> "Vocab":
+        """A vocabulary of the tokens in `texts`, most frequent first (ties: alphabetical, so it is stable)."""
+        tok = get_tokenizer(tokenizer)
+        counts = Counter(t for text in texts for t in tok.tokenize(text))
+        ordered = sorted((t for t, n in counts.items() if n >= min_freq and t not in SPECIALS),
+                         key=lambda t: (-counts[t], t))
+        if max_size is not None:
+            ordered = ordered[: max(0, max_size - len(SPECIALS))]
+        return cls(list(SPECIALS) + ordered, tokenizer=tokenizer)
+
+    # -- lookups ---------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __contains__(self, token: str) -> bool:
+        return token in self.stoi
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Vocab) and self.itos == other.itos and self.tokenizer.name == other.tokenizer.name
+
+    def __repr__(self) -> str:
+        return f"Vocab(size={len(self)}, tokenizer={self.tokenizer.name!r})"
+
+    pad_id, bos_id, eos_id, unk_id = PAD_ID, BOS_ID, EOS_ID, UNK_ID
+
+    def token_to_id(self, token: str) -> int:
+        return self.stoi.get(token, UNK_ID)
+
+    def id_to_token(self, index: int) -> str:
+        if not 0 <= int(index) < len(self.itos):
+            raise ValueError(f"index: expected an id in [0, {len(self.itos)}), got {index}")
+        return self.itos[int(index)]
+
+    # -- text <-> ids ----------------------------------------------------------------------------------
+    def tokenize(self, text: str) -> list[str]:
+        return self.tokenizer.tokenize(text)
+
+    def encode(self, text: str, add_bos: bool = False, add_eos: bool = True) -> list[int]:
+        """Ids of `text`'s tokens (unknown tokens -> unk), optionally framed by bos ... eos."""
+        ids = [self.stoi.get(t, UNK_ID) for t in self.tokenizer.tokenize(text)]
+        return ([BOS_ID] if add_bos else []) + ids + ([EOS_ID] if add_eos else [])
+
+    def decode(self, ids: Iterable[int], strip_special: bool = True) -> str:
+        """Text of `ids`; stops at the first eos and drops pad/bos when `strip_special` (unk is kept)."""
+        tokens = []
+        for index in ids:
+            index = int(index)
+            if strip_special:
+                if index == EOS_ID:
+                    break
+                if index in (PAD_ID, BOS_ID):
+                    continue
+            tokens.append(self.id_to_token(index))
+        return self.tokenizer.detokenize(tokens)
+
+    # -- persistence -----------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {"tokenizer": self.tokenizer.name, "tokens": list(self.itos)}
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "Vocab":
+        if not isinstance(values, dict) or "tokens" not in values or "tokenizer" not in values:
+            raise ValueError(f"vocabulary: expected a dict with keys 'tokenizer' and 'tokens', got {values!r:.80}")
+        tokens = values["tokens"]
+        if tuple(tokens[:4]) != SPECIALS:
+            raise ValueError(f"vocabulary: expected the first four tokens to be {SPECIALS}, got {tuple(tokens[:4])}")
+        return cls(tokens, tokenizer=values["tokenizer"])
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the vocabulary as JSON (UTF-8, one readable file)."""
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, ensure_ascii=False, indent=1)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Vocab":
+        with open(path, encoding="utf-8") as f:
+            return cls.from_dict(json.load(f))
+
+    def diff(self, other: "Vocab") -> str | None:
+        """None when equal, else one line describing the first difference (for error messages)."""
+        if self == other:
+            return None
+        if self.tokenizer.name != other.tokenizer.name:
+            return f"tokenizer {self.tokenizer.name!r} vs {other.tokenizer.name!r}"
+        for i, (a, b) in enumerate(zip(self.itos, other.itos)):
+            if a != b:
+                return f"sizes {len(self)} vs {len(other)}; first difference at id {i}: {a!r} vs {b!r}"
+        return f"sizes {len(self)} vs {len(other)}"

@@ -1,0 +1,177 @@
+"""Checks for appendix A (backpropagation by hand): the backward passes of softmax and of LayerNorm.
+
+Each check calls the learner's function on small fixed float64 inputs, compares it with a reference written
+out here (not the package's, which the appendix is teaching), and recognises the usual mistakes: a missing
+correction term, a sum or mean over the wrong axis, a sign error, a forgotten gamma or 1/sigma factor.
+When the answer matches none of them, it reports two properties every correct answer has (the rows of the
+gradient sum to zero; it is orthogonal to the output / to the normalised input), which often shows where to
+look.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._feedback import ExerciseError, as_numpy, compare_arrays, exercise_check, passed
+
+__all__ = ["check_softmax_backward", "check_layernorm_backward"]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# references (float64) and the wrong answers that common mistakes produce
+# ----------------------------------------------------------------------------------------------------------
+def _softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _softmax_backward(dout, y, axis=-1, sign=1.0, correction=True):
+    """dx = y * (dout - sum(dout * y)): the Jacobian diag(y) - y y^T applied to dout."""
+    inner = (dout * y).sum(axis=axis, keepdims=True) if correction else 0.0
+    return sign * y * (dout - inner)
+
+
+def _layernorm_parts(x, eps, axis=-1):
+    mean = x.mean(axis, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis, keepdims=True)
+    rstd = 1.0 / np.sqrt(var + eps)
+    return (x - mean) * rstd, rstd
+
+
+def _layernorm_backward(dout, x, gamma, eps=1e-5, axis=-1, mean_term=True, var_term=True, sign=1.0,
+                        use_gamma=True, use_rstd=True):
+    """dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dout * gamma, means over the feature axis."""
+    xhat, rstd = _layernorm_parts(x, eps)
+    g = dout * gamma if use_gamma else dout
+    out = g.copy()
+    if mean_term:
+        out = out - sign * g.mean(axis, keepdims=True)
+    if var_term:
+        out = out - sign * xhat * (g * xhat).mean(axis, keepdims=True)
+    return out * rstd if use_rstd else out
+
+
+def _call(fn, *args, **kwargs):
+    """Call the learner's function on copies of the inputs (so an in-place edit cannot spoil the reference)."""
+    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    return fn(*copies, **kwargs)
+
+
+def _explain_rows(got, name, other=None, other_name="", why=""):
+    """Fallback feedback: the invariants every correct answer satisfies, and which of them fails.
+
+    Rows of dx sum to 0 for both layers (adding a constant to a row of x changes nothing); for LayerNorm they
+    are also (up to eps) orthogonal to xhat (scaling a row's deviations changes nothing).
+    """
+    facts = []
+    row_sums = np.abs(got.sum(-1)).max()
+    if row_sums > 1e-8:
+        facts.append(f"each row of {name} should sum to 0 (adding a constant to a row of x does not change the "
+                     f"output), but the largest |row sum| is {row_sums:.3g}")
+    if other is not None:
+        dots = np.abs((got * other).sum(-1)).max()
+        if dots > 1e-4:
+            facts.append(f"each row of {name} should be orthogonal to the matching row of {other_name} ({why}), "
+                         f"but the largest |dot product| is {dots:.3g}")
+    return "; ".join(facts)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the checks
+# ----------------------------------------------------------------------------------------------------------
+@exercise_check
+def check_softmax_backward(fn):
+    """Check `fn(dout, y) -> dx`, the gradient through y = softmax(x) over the LAST axis.
+
+    dout and y have shape (B, T, V); y's rows sum to 1. dx must have the same shape.
+    """
+    rng = np.random.default_rng(1706)
+    B, T, V = 2, 3, 5                                    # T != V, so a wrong axis gives a wrong answer
+    y = _softmax(rng.normal(size=(B, T, V)) * 1.5)      # (B, T, V)
+    dout = rng.normal(size=(B, T, V))                   # (B, T, V)
+    got = _call(fn, dout, y)
+    expected = _softmax_backward(dout, y)
+    got_arr = as_numpy(got, "dx")
+    if got_arr.shape == (B, T, V) and not np.allclose(got_arr, expected, atol=1e-8):
+        hints = [
+            (_softmax_backward(dout, y, correction=False),
+             "you returned y * dout, the diagonal of the Jacobian only. Every output y_j depends on every input "
+             "x_i (through the normalising sum), so subtract the term y * sum(dout * y)."),
+            (_softmax_backward(dout, y, sign=-1.0),
+             "the sign is flipped: dx = y * (dout - sum(dout * y)), not y * (sum(dout * y) - dout)."),
+            (_softmax_backward(dout, y, axis=-2),
+             "the sum ran over axis -2 (the T axis); the softmax normalised over the LAST axis, so sum over "
+             "axis=-1 with keepdims=True."),
+            (_softmax_backward(dout, y, axis=0),
+             "the sum ran over axis 0 (the batch); the softmax normalised over the LAST axis, so sum over "
+             "axis=-1 with keepdims=True."),
+            (dout - (dout * y).sum(-1, keepdims=True),
+             "the leading factor y is missing: dx_i = y_i * (dout_i - sum_j dout_j y_j)."),
+            (y * (dout - dout.sum(-1, keepdims=True)),
+             "the correction term must weight dout by y: sum(dout * y, axis=-1), not sum(dout)."),
+            (np.einsum("btij,btj->bti", y[..., :, None] * y[..., None, :], dout),
+             "you applied only the y y^T part of the Jacobian; the full Jacobian is diag(y) - y y^T."),
+        ]
+        for wrong, explanation in hints:
+            if np.allclose(got_arr, wrong, atol=1e-8):
+                raise ExerciseError(f"dx is not right yet: {explanation}")
+        detail = _explain_rows(got_arr, "dx")
+        if detail:
+            raise ExerciseError(f"dx is not right yet: {detail}.")
+    compare_arrays(got, expected, "dx", atol=1e-8, rtol=1e-6)
+    return passed("dx = y * (dout - sum(dout * y, axis=-1)), the softmax Jacobian applied without building it.")
+
+
+@exercise_check
+def check_layernorm_backward(fn):
+    """Check `fn(dout, x, gamma, eps=1e-5) -> dx` for out = gamma * (x - mean) / sqrt(var + eps) + beta.
+
+    Means and the (biased) variance are over the LAST axis. dout and x: (B, T, D); gamma: (D,).
+    """
+    rng = np.random.default_rng(2016)
+    B, T, D = 2, 3, 6                                    # T != D, so a wrong axis gives a wrong answer
+    x = rng.normal(size=(B, T, D)) * 2.0 + 0.5          # (B, T, D): not already normalised
+    gamma = rng.uniform(0.5, 1.5, size=D)               # (D,): not 1, so forgetting it is visible
+    dout = rng.normal(size=(B, T, D))                   # (B, T, D)
+    eps = 1e-5
+    got = _call(fn, dout, x, gamma, eps=eps)
+    expected = _layernorm_backward(dout, x, gamma, eps)
+    got_arr = as_numpy(got, "dx")
+    if got_arr.shape == (B, T, D) and not np.allclose(got_arr, expected, atol=1e-8):
+        hints = [
+            (_layernorm_backward(dout, x, gamma, eps, mean_term=False, var_term=False),
+             "you treated the mean and the variance as constants (dx = gamma * dout / sigma). Both depend on "
+             "every x in the row: subtract the mean term mean(g) and the variance term xhat * mean(g * xhat), "
+             "with g = dout * gamma."),
+            (_layernorm_backward(dout, x, gamma, eps, mean_term=False),
+             "the mean correction is missing: subtract mean(g, axis=-1) (g = dout * gamma), the gradient that "
+             "flows through the row mean mu."),
+            (_layernorm_backward(dout, x, gamma, eps, var_term=False),
+             "the variance correction is missing: subtract xhat * mean(g * xhat, axis=-1) (g = dout * gamma), "
+             "the gradient that flows through sigma."),
+            (_layernorm_backward(dout, x, gamma, eps, sign=-1.0),
+             "a sign error: the two correction terms are SUBTRACTED, dx = (g - mean(g) - xhat * mean(g * xhat)) "
+             "/ sigma."),
+            (_layernorm_backward(dout, x, gamma, eps, axis=-2),
+             "the correction means ran over axis -2 (the T axis); LayerNorm normalises over the LAST axis "
+             "(the features), so take the means over axis=-1 with keepdims=True."),
+            (_layernorm_backward(dout, x, gamma, eps, axis=0),
+             "the correction means ran over axis 0 (the batch): that is batch norm's backward. LayerNorm "
+             "normalises over the LAST axis, so use axis=-1 with keepdims=True."),
+            (_layernorm_backward(dout, x, gamma, eps, use_gamma=False),
+             "gamma is missing: the gradient reaching xhat is g = dout * gamma, and the corrections use g too."),
+            (_layernorm_backward(dout, x, gamma, eps, use_rstd=False),
+             "the final factor 1 / sqrt(var + eps) is missing: xhat = (x - mean) / sigma, so every term of dx is "
+             "divided by sigma."),
+            (_layernorm_backward(dout, x, gamma, eps) * D,
+             "dx is D times too large: the corrections are MEANS over the D features (sum / D), not sums."),
+        ]
+        for wrong, explanation in hints:
+            if np.allclose(got_arr, wrong, atol=1e-8):
+                raise ExerciseError(f"dx is not right yet: {explanation}")
+        xhat, _ = _layernorm_parts(x, eps)
+        detail = _explain_rows(got_arr, "dx", xhat, "xhat",
+                               "scaling a row's deviations from its mean does not change xhat")
+        if detail:
+            raise ExerciseError(f"dx is not right yet: {detail}.")
+    compare_arrays(got, expected, "dx", atol=1e-8, rtol=1e-6)
+    return passed("dx = (g - mean(g) - xhat * mean(g * xhat)) / sigma with g = dout * gamma: both corrections.")

@@ -1,0 +1,135 @@
+"""Checks for chapter 8 (the decoder and decoding): greedy decoding and the beam-search length penalty.
+
+The greedy check runs the learner's loop against a small hand-made "model" (a function from a prefix of token
+ids to next-token logits), so no trained network is needed, and recognises the usual slips: returning the BOS
+token, dropping the EOS token, not stopping at EOS, an off-by-one in the length limit, feeding only the newest
+token, picking the least likely token. The length-penalty check recognises a multiplied penalty, a forgotten
+exponent and a penalty on the raw length.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._feedback import ExerciseError, compare_arrays, exercise_check, passed
+
+__all__ = ["check_greedy_decode", "check_beam_score", "toy_next_logits"]
+
+BOS, EOS = 1, 2
+_V = 7
+
+
+def toy_next_logits(prefix, stop_at=4):
+    """A deterministic toy language model over 7 ids (0 pad, 1 BOS, 2 EOS, 3..6 words): logits (V,) for the
+    token after `prefix` (a list that starts with BOS). EOS wins once the prefix holds `stop_at` tokens."""
+    prefix = [int(t) for t in prefix]
+    if not prefix or prefix[0] != BOS:
+        raise ExerciseError(f"the prefix given to the model must start with the BOS id {BOS}; got {prefix}")
+    logits = np.full(_V, -4.0)
+    logits[0] = logits[1] = -np.inf                              # never pad, never BOS
+    rng = np.random.default_rng(sum((i + 1) * 31 * t for i, t in enumerate(prefix)))
+    logits[3:] = rng.normal(size=4)                              # the words
+    logits[3 + (prefix[-1] + len(prefix)) % 4] += 2.0             # a clear favourite that depends on the prefix
+    logits[EOS] = 5.0 if len(prefix) > stop_at else -1.0
+    return logits
+
+
+def _greedy(next_logits, bos_id, eos_id, max_len, include_bos=False, keep_eos=True, stop=True, extra=0,
+            only_last=False, pick=np.argmax):
+    prefix = [bos_id]
+    out = []
+    for _ in range(max_len + extra):
+        logits = next_logits([bos_id, prefix[-1]] if only_last and len(prefix) > 1 else prefix)
+        token = int(pick(logits))
+        prefix.append(token)
+        out.append(token)
+        if stop and token == eos_id:
+            break
+    if not keep_eos and out and out[-1] == eos_id:
+        out = out[:-1]
+    return ([bos_id] if include_bos else []) + out
+
+
+def _argmin_finite(logits):
+    return int(np.argmin(np.where(np.isfinite(logits), logits, np.inf)))
+
+
+@exercise_check
+def check_greedy_decode(fn):
+    """Check `fn(next_logits, bos_id, eos_id, max_len) -> list of token ids`.
+
+    `next_logits(prefix)` returns the logits (V,) of the next token after `prefix` (a list starting with BOS).
+    The answer excludes BOS, ends with EOS when EOS was produced (and stops there), and has at most max_len
+    tokens.
+    """
+    cases = [("a sequence that ends with EOS", lambda p: toy_next_logits(p, stop_at=4), 10),
+             ("a sequence cut off at max_len", lambda p: toy_next_logits(p, stop_at=99), 6)]
+    for what, model, max_len in cases:
+        got = fn(model, BOS, EOS, max_len)
+        if got is None:
+            raise ExerciseError("your function returned None: did it forget to `return` the list of tokens?")
+        got = [int(t) for t in (got.tolist() if hasattr(got, "tolist") else got)]
+        expected = _greedy(model, BOS, EOS, max_len)
+        if got == expected:
+            continue
+        hints = [
+            (_greedy(model, BOS, EOS, max_len, include_bos=True), "the output starts with the BOS token; BOS "
+                                                                  "is the decoder's first INPUT, not part of "
+                                                                  "the output: return the tokens after it."),
+            (_greedy(model, BOS, EOS, max_len, keep_eos=False), "the EOS token was dropped; keep it as the "
+                                                                "last token (it says the sequence is "
+                                                                "complete)."),
+            (_greedy(model, BOS, EOS, max_len, stop=False), "the loop did not stop at EOS: break as soon as "
+                                                            "the chosen token is eos_id."),
+            (_greedy(model, BOS, EOS, max_len, extra=1), "one token too many: at most max_len tokens, "
+                                                         "EOS included."),
+            (_greedy(model, BOS, EOS, max_len, extra=-1), "one token too few: the loop should run up to "
+                                                          "max_len times."),
+            (_greedy(model, BOS, EOS, max_len, only_last=True), "the model was given only the newest token; "
+                                                                "pass the WHOLE prefix (BOS and every token "
+                                                                "chosen so far): the decoder attends to all "
+                                                                "of it."),
+            (_greedy(model, BOS, EOS, max_len, pick=_argmin_finite), "the least likely token was chosen: "
+                                                                     "greedy takes the arg MAX of the "
+                                                                     "logits."),
+        ]
+        for wrong, explanation in hints:
+            if got == wrong:
+                raise ExerciseError(f"on {what}: {explanation}")
+        first = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
+        raise ExerciseError(f"on {what}: got {got}, expected {expected}; they first differ at position "
+                            f"{first}. Check that each step appends the arg max of next_logits(prefix) to "
+                            "the prefix.")
+    passed("greedy decoding feeds the whole prefix, takes the arg max, stops at EOS (kept) or at max_len, and "
+           "leaves BOS out of the output.")
+
+
+def _score(log_prob, length, alpha):
+    return log_prob / ((5.0 + length) / 6.0) ** alpha
+
+
+@exercise_check
+def check_beam_score(fn):
+    """Check `fn(log_prob, length, alpha)` = log_prob / ((5 + length) / 6) ** alpha (Wu et al. 2016).
+
+    Works on NumPy arrays of log probabilities (negative numbers) and lengths.
+    """
+    log_prob = np.array([-1.2, -3.5, -0.4, -7.0, -2.2])
+    length = np.array([3, 8, 1, 20, 5])
+    for alpha in (0.6, 1.0):
+        got = fn(log_prob.copy(), length.copy(), alpha)
+        expected = _score(log_prob, length, alpha)
+        hints = [
+            (log_prob * ((5.0 + length) / 6.0) ** alpha, "the penalty was multiplied; DIVIDE the log "
+                                                         "probability by lp(Y) = ((5 + |Y|) / 6) ** alpha."),
+            (log_prob / ((5.0 + length) / 6.0), "the exponent alpha is missing: lp(Y) = ((5 + |Y|) / 6) ** "
+                                                "alpha." if alpha != 1.0 else ""),
+            (log_prob / length ** alpha, "this divides by |Y| ** alpha; GNMT's penalty is ((5 + |Y|) / 6) ** "
+                                         "alpha, which is gentler for short outputs."),
+            (log_prob / (5.0 + length) ** alpha / 6.0, "brackets: the 6 divides 5 + |Y| INSIDE the power: "
+                                                       "((5 + |Y|) / 6) ** alpha."),
+            (np.exp(log_prob) / ((5.0 + length) / 6.0) ** alpha, "the penalty divides the LOG probability, "
+                                                                 "not the probability."),
+        ]
+        hints = [(w, e) for w, e in hints if e]
+        compare_arrays(got, expected, f"your scores (alpha = {alpha})", hints=hints)
+    passed("score(Y) = log P(Y) / ((5 + |Y|) / 6) ** alpha; with alpha = 0 it is the plain log probability.")

@@ -1,0 +1,136 @@
+"""Checks for chapter 6 (positional encoding): the sinusoidal table and the rotation that shifts it.
+
+Each check calls the learner's function on small fixed sizes, compares with a reference written out here
+(on purpose independent of `transformer_course.numpy.positional`, which the chapter teaches), and recognises
+the usual mistakes: the exponent doubled (2i where i already steps by two), sine and cosine swapped, the
+sines and cosines stored as two halves instead of interleaved, positions counted from 1, an odd d_model that
+crashes, and (for the rotation) the matrix written for column vectors (which shifts by -k) or with one angle for all.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._feedback import ExerciseError, as_numpy, compare_arrays, exercise_check, passed
+
+__all__ = ["check_sinusoidal_encoding", "check_shift_matrix"]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# references (float64) and the wrong answers that common mistakes produce
+# ----------------------------------------------------------------------------------------------------------
+def _angles(max_len, d_model, exponent_factor=1.0, first_pos=0):
+    pos = np.arange(first_pos, first_pos + max_len, dtype=np.float64)[:, None]   # (max_len, 1)
+    two_i = np.arange(0, d_model, 2, dtype=np.float64)                           # (ceil(D / 2),)
+    return pos / 10000.0 ** (exponent_factor * two_i / d_model)                  # (max_len, ceil(D / 2))
+
+
+def _interleave(first, second, d_model):
+    pe = np.zeros((first.shape[0], d_model))
+    pe[:, 0::2] = first
+    pe[:, 1::2] = second[:, : d_model // 2]
+    return pe
+
+
+def _reference(max_len, d_model, exponent_factor=1.0, first_pos=0, swap=False):
+    angle = _angles(max_len, d_model, exponent_factor, first_pos)
+    if swap:
+        return _interleave(np.cos(angle), np.sin(angle), d_model)
+    return _interleave(np.sin(angle), np.cos(angle), d_model)
+
+
+def _halves(max_len, d_model):
+    angle = _angles(max_len, d_model)
+    return np.concatenate([np.sin(angle), np.cos(angle)[:, : d_model // 2]], axis=1)
+
+
+def _pair_index_exponent(max_len, d_model):
+    """10000^(i / d_model) with i the pair number 0, 1, 2, ...: the exponent halved."""
+    angle = _angles(max_len, d_model, exponent_factor=0.5)
+    return _interleave(np.sin(angle), np.cos(angle), d_model)
+
+
+def sinusoidal_hints(max_len, d_model):
+    """(wrong answer, explanation) pairs for `check_sinusoidal_encoding` (also used by the tests)."""
+    return [
+        (_reference(max_len, d_model, exponent_factor=2.0),
+         "the exponent is doubled. With `for i in range(0, d_model, 2)` the loop variable is already the even "
+         "index 2i, so the exponent is i / d_model, not 2 * i / d_model (the mistake in the seed notes)."),
+        (_pair_index_exponent(max_len, d_model),
+         "the exponent is halved: if i counts pairs (0, 1, 2, ...), the even column is 2i and the exponent is "
+         "2 * i / d_model, not i / d_model."),
+        (_reference(max_len, d_model, swap=True),
+         "sine and cosine are swapped: even columns 2i hold the sine, odd columns 2i + 1 the cosine."),
+        (_halves(max_len, d_model),
+         "the values are right but in the wrong columns: you stored all the sines, then all the cosines. "
+         "The paper interleaves them: column 2i is sin, column 2i + 1 is cos of the same angle "
+         "(use pe[:, 0::2] and pe[:, 1::2])."),
+        (_reference(max_len, d_model, first_pos=1),
+         "positions start at 1; they start at 0 (row 0 is sin(0) = 0, cos(0) = 1)."),
+        (_reference(max_len, d_model).T,
+         "the table is transposed: rows are positions, columns are dimensions."),
+    ]
+
+
+def _shift_reference(k, d_model, column_vectors=False, frequencies=True):
+    M = np.zeros((d_model, d_model))                     # even d_model only: every sine has its cosine
+    for j in range(0, d_model, 2):
+        omega = 1.0 / 10000.0 ** (j / d_model) if frequencies else 1.0
+        c, s = np.cos(omega * k), np.sin(omega * k)
+        block = np.array([[c, -s], [s, c]])              # row-vector convention: [sin, cos] @ block
+        M[j:j + 2, j:j + 2] = block.T if column_vectors else block
+    return M
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the checks
+# ----------------------------------------------------------------------------------------------------------
+def _call_table(fn, max_len, d_model):
+    try:
+        return fn(max_len, d_model)
+    except NotImplementedError:
+        raise
+    except Exception as err:  # a learner's bug: say which sizes triggered it
+        hint = ""
+        if d_model % 2:
+            hint = (" With an odd d_model there are ceil(d_model / 2) sine columns but only d_model // 2 "
+                    "cosine columns: compute the angles for np.arange(0, d_model, 2) and give the cosine "
+                    "columns only the first d_model // 2 of them.")
+        raise ExerciseError(f"your function raised {type(err).__name__}: {err} for max_len={max_len}, "
+                            f"d_model={d_model}.{hint}") from err
+
+
+@exercise_check
+def check_sinusoidal_encoding(fn) -> None:
+    """Check `fn(max_len, d_model) -> (max_len, d_model)` against the paper's formula, even and odd d_model."""
+    for max_len, d_model in ((12, 8), (50, 16), (7, 5)):
+        got = as_numpy(_call_table(fn, max_len, d_model), f"fn({max_len}, {d_model})")
+        compare_arrays(got, _reference(max_len, d_model), f"fn({max_len}, {d_model})",
+                       hints=sinusoidal_hints(max_len, d_model))
+    passed("PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(...), for even and odd d_model.")
+
+
+def shift_hints(k, d_model):
+    """(wrong answer, explanation) pairs for `check_shift_matrix`."""
+    return [
+        (_shift_reference(k, d_model, column_vectors=True),
+         "this matrix maps PE[pos] to PE[pos - k]: the signs of the sines are flipped, or the blocks are written "
+         "for column vectors (M @ pe). The course writes vectors as rows, PE[pos + k] = PE[pos] @ M, so each "
+         "2x2 block is [[cos, -sin], [sin, cos]] of the angle omega_j * k."),
+        (_shift_reference(k, d_model, frequencies=False),
+         "every block uses the same angle k; block j must rotate by omega_j * k with "
+         "omega_j = 1 / 10000^(2j / d_model)."),
+    ]
+
+
+@exercise_check
+def check_shift_matrix(fn) -> None:
+    """Check `fn(k, d_model) -> M (d_model, d_model)` with PE[pos + k] = PE[pos] @ M for every pos."""
+    for k, d_model in ((1, 4), (3, 8), (10, 16)):
+        got = as_numpy(fn(k, d_model), f"fn({k}, {d_model})")
+        compare_arrays(got, _shift_reference(k, d_model), f"fn({k}, {d_model})",
+                       hints=shift_hints(k, d_model))
+    pe = _reference(40, 16)
+    M = as_numpy(fn(5, 16), "fn(5, 16)")
+    if not np.allclose(pe[:-5] @ M, pe[5:], atol=1e-9):
+        raise ExerciseError("fn(5, 16) does not map PE[pos] to PE[pos + 5].")
+    passed("PE[pos + k] = PE[pos] @ M_k: one fixed 2x2 rotation per frequency, the same for every pos.")

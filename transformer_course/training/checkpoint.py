@@ -1,0 +1,249 @@
+"""Checkpoints: atomic, complete enough to resume exactly, and loaded without executing code.
+
+* Training checkpoints are `torch.save` dicts of tensors and plain Python values (model, optimiser,
+  scheduler, grad scaler, step, epoch and position in the epoch, every RNG state, both configs, both
+  vocabularies, the history). They are read back with `torch.load(weights_only=True)`, which refuses to
+  unpickle anything but tensors and containers, so a checkpoint cannot run code.
+* Writes are atomic: the file is written under a temporary name in the same folder, flushed to disk, then
+  renamed over the target with `os.replace` (atomic on POSIX and Windows); a run killed mid-write leaves the
+  previous checkpoint intact.
+* Shipped (pretrained) models are a `safetensors` file (weights only) and a JSON file (config and
+  vocabularies), loaded by `load_pretrained`.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from ..config import ModelConfig, TrainConfig
+from ..data.vocab import Vocab
+
+__all__ = ["FORMAT", "unwrap_model", "atomic_write", "atomic_save", "get_rng_state", "set_rng_state",
+           "save_checkpoint", "load_checkpoint", "check_vocabs", "build_model", "model_from_checkpoint",
+           "average_state_dicts", "average_checkpoints", "export_pretrained", "load_pretrained",
+           "pretrained_dir", "PRETRAINED"]
+
+FORMAT = "transformer-course-checkpoint/1"
+PRETRAINED = ("numbers-en-fr",)
+
+
+def unwrap_model(model: torch.nn.Module) -> torch.nn.Module:
+    """The plain model inside DistributedDataParallel and/or torch.compile wrappers."""
+    while True:
+        if hasattr(model, "_orig_mod"):          # torch.compile
+            model = model._orig_mod
+        elif isinstance(model, torch.nn.parallel.DistributedDataParallel):
+            model = model.module
+        else:
+            return model
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
+    """Call `write(tmp_path)`, then atomically rename the temporary file to `path`.
+
+    If `write` raises (or the process dies) `path` keeps its previous content and the temporary file is
+    removed (or, after a hard kill, left as an obviously named `.tmp` file, never as `path`).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)                # mkstemp makes 0600 files; give the usual permissions
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
+
+def atomic_save(obj: Any, path: str | os.PathLike) -> Path:
+    """`torch.save(obj, path)`, atomically."""
+    return atomic_write(path, lambda tmp: torch.save(obj, tmp))
+
+
+def get_rng_state() -> dict:
+    """Python, NumPy and torch (CPU and every CUDA device) random states, in weights_only-safe types."""
+    version, mt, gauss = random.getstate()
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    state = {"python": [version, list(mt), gauss],
+             "numpy": [name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, cached],
+             "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    """Restore what `get_rng_state` captured."""
+    version, mt, gauss = state["python"]
+    random.setstate((version, tuple(mt), gauss))
+    name, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_checkpoint(path: str | os.PathLike, model: torch.nn.Module, *, optimizer=None, scheduler=None,
+                    scaler=None, step: int = 0, epoch: int = 0, batches_in_epoch: int = 0,
+                    train_config: TrainConfig | None = None, src_vocab: Vocab | None = None,
+                    tgt_vocab: Vocab | None = None, history: dict | None = None,
+                    extra: dict | None = None) -> Path:
+    """Write everything needed to resume training (or just to use the model), atomically."""
+    model = unwrap_model(model)
+    checkpoint = {
+        "format": FORMAT,
+        "model": model.state_dict(),
+        "model_config": model.config.to_dict() if hasattr(model, "config") else None,
+        "train_config": train_config.to_dict() if train_config is not None else None,
+        "src_vocab": src_vocab.to_dict() if src_vocab is not None else None,
+        "tgt_vocab": tgt_vocab.to_dict() if tgt_vocab is not None else None,
+        "optimizer": optimizer.state_dict() if optimizer is not None else None,
+        "scheduler": scheduler.state_dict() if scheduler is not None else None,
+        "scaler": scaler.state_dict() if scaler is not None and scaler.is_enabled() else None,
+        "step": step, "epoch": epoch, "batches_in_epoch": batches_in_epoch,
+        "rng": get_rng_state(),
+        "history": history or {},
+        "extra": extra or {},
+    }
+    return atomic_save(checkpoint, path)
+
+
+def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
+    """A checkpoint written by `save_checkpoint`, read with `weights_only=True` (no code can run)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"path: no checkpoint at {path}")
+    checkpoint = torch.load(path, map_location=map_location, weights_only=True)
+    found = checkpoint.get("format") if isinstance(checkpoint, dict) else type(checkpoint).__name__
+    if found != FORMAT:
+        raise ValueError(f"{path}: not a transformer-course checkpoint (expected format {FORMAT!r}, got {found!r})")
+    return checkpoint
+
+
+def check_vocabs(checkpoint: dict, src_vocab: Vocab | None, tgt_vocab: Vocab | None,
+                 where: str = "checkpoint") -> None:
+    """Raise a clear ValueError when the data's vocabularies differ from those the checkpoint was trained on."""
+    for side, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
+        if vocab is None or checkpoint.get(side) is None:
+            continue
+        saved = Vocab.from_dict(checkpoint[side])
+        difference = saved.diff(vocab)
+        if difference is not None:
+            raise ValueError(f"{side}: the {where} was trained with a different vocabulary than the data's "
+                             f"({difference}); token ids would mean different words. Build the data with the "
+                             "checkpoint's vocabularies (Vocab.from_dict(checkpoint['src_vocab'])) or start a "
+                             "new run")
+
+
+def build_model(model_config: ModelConfig | dict) -> torch.nn.Module:
+    """A fresh `Transformer` for `model_config`."""
+    from ..torch.transformer import Transformer
+    if isinstance(model_config, dict):
+        model_config = ModelConfig.from_dict(model_config)
+    return Transformer(model_config)
+
+
+def model_from_checkpoint(path: str | os.PathLike, device: str | torch.device = "cpu"):
+    """(model in eval mode, src_vocab, tgt_vocab, checkpoint dict) from a training checkpoint."""
+    checkpoint = load_checkpoint(path)
+    model = build_model(checkpoint["model_config"])
+    model.load_state_dict(checkpoint["model"])
+    model.to(device).eval()
+    return model, Vocab.from_dict(checkpoint["src_vocab"]), Vocab.from_dict(checkpoint["tgt_vocab"]), checkpoint
+
+
+def average_state_dicts(state_dicts: Sequence[dict]) -> dict:
+    """Element-wise mean of parameters (the paper averages the last 5 or 20 checkpoints).
+
+    Floating tensors are averaged in float64 and cast back; integer buffers are taken from the last one.
+    """
+    if not state_dicts:
+        raise ValueError("state_dicts: expected at least one state dict, got none")
+    keys = list(state_dicts[-1])
+    for i, sd in enumerate(state_dicts):
+        if list(sd) != keys:
+            raise ValueError(f"state_dicts[{i}]: expected the same parameter names as the last one")
+    out = {}
+    for key in keys:
+        last = state_dicts[-1][key]
+        if torch.is_floating_point(last):
+            total = sum(sd[key].double() for sd in state_dicts)
+            out[key] = (total / len(state_dicts)).to(last.dtype)
+        else:
+            out[key] = last.clone()
+    return out
+
+
+def average_checkpoints(paths: Sequence[str | os.PathLike]) -> dict:
+    """Average the model parameters stored in several checkpoints; returns a state dict."""
+    return average_state_dicts([load_checkpoint(p)["model"] for p in paths])
+
+
+# -- shipped, pretrained models ---------------------------------------------------------------------------
+
+def pretrained_dir() -> Path:
+    """The folder of the package's shipped checkpoints."""
+    return Path(str(resources.files("transformer_course") / "checkpoints"))
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def export_pretrained(model: torch.nn.Module, src_vocab: Vocab, tgt_vocab: Vocab, directory: str | os.PathLike,
+                      name: str, metadata: dict | None = None) -> dict:
+    """Write `name.safetensors` (weights) and `name.json` (config, vocabularies, metadata, weight hash)."""
+    from safetensors.torch import save_model
+    model = unwrap_model(model)
+    directory = Path(directory)
+    weights = directory / f"{name}.safetensors"
+    atomic_write(weights, lambda tmp: save_model(model, tmp))      # save_model handles tied weights
+    info = {"format": "transformer-course-pretrained/1", "name": name,
+            "model_config": model.config.to_dict(), "src_vocab": src_vocab.to_dict(),
+            "tgt_vocab": tgt_vocab.to_dict(), "weights": weights.name,
+            "weights_sha256": _sha256(weights), "weights_bytes": weights.stat().st_size,
+            "metadata": metadata or {}}
+    atomic_write(directory / f"{name}.json",
+                 lambda tmp: Path(tmp).write_text(json.dumps(info, ensure_ascii=False, indent=1) + "\n",
+                                                  encoding="utf-8"))
+    return info
+
+
+def load_pretrained(name: str = "numbers-en-fr", directory: str | os.PathLike | None = None,
+                    device: str | torch.device = "cpu", check_hash: bool = True):
+    """(model in eval mode, src_vocab, tgt_vocab) of a shipped checkpoint; no training, no network.
+
+    `numbers-en-fr` translates English number words into French ("ninety-seven" -> "quatre-vingt-dix-sept");
+    see transformer_course/checkpoints/README.md for how it was trained and its held-out score.
+    """
+    from safetensors.torch import load_model
+    directory = Path(directory) if directory is not None else pretrained_dir()
+    meta_path = directory / f"{name}.json"
+    if not meta_path.is_file():
+        available = sorted(p.stem for p in directory.glob("*.json")) if directory.is_dir() else []
+        raise ValueError(f"name: expected one of {available}, got {name!r} (no {meta_path})")
+    info = json.loads(meta_path.read_text(encoding="utf-8"))
+    weights = directory / info["weights"]
+    if check_hash and _sha256(weights) != info["weights_sha256"]:
+        raise ValueError(f"{weights}: sha256 differs from the one recorded in {meta_path.name}; "
+                         "the file is corrupt or was replaced")
+    model = build_model(info["model_config"])
+    load_model(model, str(weights), device="cpu")
+    model.to(device).eval()
+    return model, Vocab.from_dict(info["src_vocab"]), Vocab.from_dict(info["tgt_vocab"])

@@ -1,0 +1,161 @@
+"""Evaluation: teacher-forced loss, perplexity and token accuracy; generated exact match and corpus BLEU.
+
+* token accuracy: the share of target tokens whose argmax prediction is right when the decoder is fed the
+  true prefix (teacher forcing) — optimistic, because no mistake ever propagates;
+* exact match: the share of sentences generated (greedy or beam) that equal the reference exactly — the
+  honest score for the number task;
+* perplexity: exp(mean negative log-likelihood per target token), without label smoothing;
+* BLEU: sacrebleu's corpus BLEU on detokenised text, reported with its signature (which says how it was
+  computed, so numbers can be compared across papers).
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable, Sequence
+
+import torch
+
+from ..data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
+from ..torch.decoding import beam_search, greedy_decode
+from ..torch.loss import cross_entropy
+
+__all__ = ["exact_match", "token_accuracy", "perplexity", "corpus_bleu", "strip_eos", "generate_ids",
+           "evaluate", "translate", "evaluate_pairs"]
+
+
+def strip_eos(ids: Iterable[int]) -> list[int]:
+    """Token ids up to (without) the first eos, pads and bos dropped."""
+    out = []
+    for i in ids:
+        i = int(i)
+        if i == EOS_ID:
+            break
+        if i not in (PAD_ID, BOS_ID):
+            out.append(i)
+    return out
+
+
+def exact_match(hypotheses: Sequence, references: Sequence) -> float:
+    """Share of hypotheses equal to their reference (strings, or id sequences compared up to eos)."""
+    if len(hypotheses) != len(references):
+        raise ValueError(f"hypotheses: expected {len(references)} (one per reference), got {len(hypotheses)}")
+    if not references:
+        raise ValueError("references: expected at least one reference, got none")
+    def norm(x):
+        return x if isinstance(x, str) else strip_eos(x)
+    return sum(norm(h) == norm(r) for h, r in zip(hypotheses, references)) / len(references)
+
+
+def token_accuracy(logits: torch.Tensor, targets: torch.Tensor, pad_id: int = PAD_ID) -> tuple[int, int]:
+    """(correct, counted): argmax predictions equal to the targets, over non-pad positions."""
+    B, T, V = logits.shape
+    keep = targets != pad_id                              # (B, T)
+    correct = (logits.argmax(-1) == targets) & keep       # (B, T)
+    return int(correct.sum()), int(keep.sum())
+
+
+def perplexity(mean_nll: float) -> float:
+    """exp(mean negative log-likelihood per token); inf rather than an overflow error."""
+    return math.exp(mean_nll) if mean_nll < 700 else float("inf")
+
+
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> tuple[float, str]:
+    """(BLEU score 0-100, sacrebleu signature) of detokenised hypotheses against one reference each."""
+    import sacrebleu
+    if len(hypotheses) != len(references):
+        raise ValueError(f"hypotheses: expected {len(references)} (one per reference), got {len(hypotheses)}")
+    bleu = sacrebleu.BLEU()
+    score = bleu.corpus_score(list(hypotheses), [list(references)])
+    return float(score.score), str(bleu.get_signature())
+
+
+def generate_ids(model, src: torch.Tensor, src_mask: torch.Tensor | None = None, beam_size: int = 1,
+             max_len: int | None = None) -> list[list[int]]:
+    """Generated ids (without bos/eos/pad) for every row of src (B, S): greedy, or beam search if beam_size > 1."""
+    if beam_size > 1:
+        tokens = beam_search(model, src, beam_size=beam_size, max_len=max_len, src_mask=src_mask)  # (B, L)
+    else:
+        tokens = greedy_decode(model, src, max_len=max_len, src_mask=src_mask)  # (B, L)
+    return [strip_eos(row) for row in tokens.tolist()]
+
+
+@torch.no_grad()
+def evaluate(model, loader: Iterable, tgt_vocab: Vocab | None = None, *, generate: bool = False,
+             beam_size: int = 1, max_len: int | None = None,
+             device: str | torch.device | None = None, precision: str = "fp32") -> dict:
+    """Metrics of `model` on `loader` (an iterable of `data.loader.Batch`).
+
+    Always: "loss" (mean NLL per target token, no smoothing), "perplexity", "token_accuracy", "n_tokens",
+    "n_sentences". With `generate`: "exact_match" and "hypotheses" (id lists, in dataset order); with a
+    `tgt_vocab` as well: "bleu" and "bleu_signature".
+    """
+    was_training = model.training
+    model.eval()
+    if device is None:
+        device = next(model.parameters()).device
+    device = torch.device(device)
+    pad_id = model.config.pad_id
+    total_nll, correct, counted, n_sentences = 0.0, 0, 0, 0
+    outputs: dict[int, tuple[list[int], list[int]]] = {}
+    for batch in loader:
+        batch = batch.to(device)
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16,
+                            enabled=precision != "fp32"):
+            logits = model(batch.src, batch.tgt_in, src_mask=batch.src_mask)   # (B, T, V)
+        logits = logits.float()
+        n_tok = int((batch.tgt_out != pad_id).sum())
+        total_nll += float(cross_entropy(logits, batch.tgt_out, pad_id)) * n_tok
+        c, n = token_accuracy(logits, batch.tgt_out, pad_id)
+        correct, counted, n_sentences = correct + c, counted + n, n_sentences + len(batch.src)
+        if generate:
+            hyps = generate_ids(model, batch.src, batch.src_mask, beam_size, max_len)
+            for i, hyp, ref in zip(batch.index.tolist(), hyps, batch.tgt_out.tolist()):
+                outputs[i] = (hyp, strip_eos(ref))
+    model.train(was_training)
+    if counted == 0:
+        raise ValueError("loader: expected at least one target token, got an empty evaluation set")
+    metrics = {"loss": total_nll / counted, "perplexity": perplexity(total_nll / counted),
+               "token_accuracy": correct / counted, "n_tokens": counted, "n_sentences": n_sentences}
+    if generate:
+        order = sorted(outputs)
+        hyps = [outputs[i][0] for i in order]
+        refs = [outputs[i][1] for i in order]
+        metrics["exact_match"] = exact_match(hyps, refs)
+        metrics["hypotheses"] = hyps
+        if tgt_vocab is not None:
+            metrics["bleu"], metrics["bleu_signature"] = corpus_bleu([tgt_vocab.decode(h) for h in hyps],
+                                                                     [tgt_vocab.decode(r) for r in refs])
+    return metrics
+
+
+@torch.no_grad()
+def translate(model, sentences: Sequence[str], src_vocab: Vocab, tgt_vocab: Vocab, beam_size: int = 1,
+              max_len: int | None = None, batch_size: int = 64, device: str | torch.device | None = None) -> list[str]:
+    """Translate raw sentences (tokenised with `src_vocab`'s tokeniser; unknown words become <unk>)."""
+    from ..data.batching import pad_sequences
+    if isinstance(sentences, str):
+        raise TypeError("sentences: expected a list of strings, got one string (wrap it in a list)")
+    if device is None:
+        device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    out: list[str] = []
+    limit = model.config.max_len
+    for start in range(0, len(sentences), batch_size):
+        ids = [src_vocab.encode(s)[-limit:] for s in sentences[start:start + batch_size]]
+        src = torch.from_numpy(pad_sequences(ids, PAD_ID)).to(device)   # (B, S)
+        out.extend(tgt_vocab.decode(h) for h in generate_ids(model, src, None, beam_size, max_len))
+    model.train(was_training)
+    return out
+
+
+def evaluate_pairs(model, pairs: Sequence[tuple[str, str]], src_vocab: Vocab, tgt_vocab: Vocab,
+                   batch_size: int = 128, beam_size: int = 1, max_len: int | None = None,
+                   device: str | torch.device | None = None) -> dict:
+    """`evaluate` with generation on raw (source, target) pairs; adds "hypotheses_text" in the pairs' order."""
+    from ..data.loader import make_dataloader
+    loader = make_dataloader(pairs, src_vocab, tgt_vocab, batch_size=batch_size, shuffle=False)
+    metrics = evaluate(model, loader, tgt_vocab, generate=True, beam_size=beam_size, max_len=max_len,
+                       device=device)
+    metrics["hypotheses_text"] = [tgt_vocab.decode(h) for h in metrics["hypotheses"]]
+    return metrics
