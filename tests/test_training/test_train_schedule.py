@@ -35,4 +35,5 @@ def test_base_lr_must_be_one():
         make_scheduler(opt, 64, 10)
     with pytest.raises(ValueError, match="warmup"):
         NoamSchedule(64, 0)
-    assert math.isfinite(noam_lr(0, 64, 10))
+    with pytest.raises(ValueError, match="step: expected an int >= 1"):
+        noam_lr(0, 64, 10)  # the paper counts steps from 1; step 0 would divide by zero

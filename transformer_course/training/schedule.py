@@ -11,13 +11,9 @@ import math
 
 import torch
 
+from ..numpy.optim import noam_lr  # one definition of the formula, shared with the NumPy trainer
+
 __all__ = ["NoamSchedule", "noam_lr", "make_scheduler"]
-
-
-def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
-    """The learning rate at optimiser step `step` (>= 1)."""
-    step = max(step, 1)
-    return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
 
 class NoamSchedule:
