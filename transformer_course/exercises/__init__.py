@@ -1,7 +1,25 @@
 """Automatic checks for the book's coding exercises: `check_*` functions give specific, kind feedback.
 
-Each chapter's checks live in their own module; `ExerciseError` is raised when an answer is not right yet.
+Each chapter's checks live in their own module (named after the chapter's topic) and are re-exported here,
+so `from transformer_course.exercises import check_masked_softmax` works. A check prints "✔ Correct: ..."
+when an answer is right, "not attempted yet" for an untouched stub, and raises `ExerciseError` (an
+AssertionError) with a hint naming the axis, the place or the likely mistake otherwise.
 """
 from ._feedback import ExerciseError
+from .attention_history import check_layer_complexity, check_rnn_encoder
+from .backprop import check_layernorm_backward, check_softmax_backward
+from .bahdanau import check_additive_attention
+from .decoder import check_beam_score, check_greedy_decode
+from .encoder import check_feed_forward, check_layer_norm
+from .general_attention import check_masked_softmax, check_scaled_dot_product_attention
+from .multi_head import check_merge_heads, check_multi_head_attention, check_split_heads
+from .positional import check_shift_matrix, check_sinusoidal_encoding
+from .self_attention import check_causal_mask, check_self_attention
+from .training import check_label_smoothing_targets, check_noam_lr
 
-__all__ = ["ExerciseError"]
+__all__ = ["ExerciseError", "check_rnn_encoder", "check_layer_complexity", "check_additive_attention",
+           "check_masked_softmax", "check_scaled_dot_product_attention", "check_self_attention",
+           "check_causal_mask", "check_split_heads", "check_merge_heads", "check_multi_head_attention",
+           "check_sinusoidal_encoding", "check_shift_matrix", "check_layer_norm", "check_feed_forward",
+           "check_greedy_decode", "check_beam_score", "check_softmax_backward", "check_layernorm_backward", "check_noam_lr",
+           "check_label_smoothing_targets"]

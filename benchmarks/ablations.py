@@ -1,0 +1,115 @@
+"""A toy-scale version of Table 3 of Vaswani et al. (2017): vary one thing at a time and retrain.
+
+    python benchmarks/ablations.py                     # 11 variants, 500 steps each, 1 thread (~2 CPU minutes)
+    python benchmarks/ablations.py --steps 400 --seeds 0 1   # the run quoted in chapter 9 (~4 CPU minutes)
+    python benchmarks/ablations.py --steps 800 --seeds 0 1 --only base heads=1
+
+Every variant trains the chapter 9 model (d_model 64, 4 heads, 2 + 2 layers, dropout 0.1, label smoothing 0.1,
+sinusoidal positions) on English -> French number words (0..1999, split by number) with one change, for a
+short budget on purpose: at full convergence every variant reaches ~100% and the table would say nothing.
+Printed per variant: parameters, held-out exact match (greedy, 200 test numbers never trained on), validation
+perplexity (teacher forced, no smoothing), training time, and the paper's numbers for the matching row of
+its Table 3 (EN-DE newstest2013 dev BLEU and perplexity per wordpiece, base model = 25.8 BLEU, 4.92 PPL); the
+nearest row is the paper's change in the same direction (half / double the heads, fewer / more layers).
+With two seeds, the exact match of each seed is printed in brackets: the spread between seeds is the noise
+level against which the differences between variants must be read.
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+
+# name -> (ModelConfig overrides, TrainConfig overrides, the paper's Table 3 row: (label, BLEU, PPL) or None)
+VARIANTS = {
+    "base": ({}, {}, ("base", 25.8, 4.92)),
+    "heads=1": ({"n_heads": 1}, {}, ("(A) h=1", 24.9, 5.29)),
+    "heads=2": ({"n_heads": 2}, {}, ("(A) h=4", 25.5, 5.00)),
+    "heads=8": ({"n_heads": 8}, {}, ("(A) h=16", 25.8, 4.91)),
+    "layers=1": ({"n_encoder_layers": 1, "n_decoder_layers": 1}, {}, ("(C) N=2", 23.7, 6.11)),
+    "layers=4": ({"n_encoder_layers": 4, "n_decoder_layers": 4}, {}, ("(C) N=8", 25.5, 4.88)),
+    "dropout=0.0": ({"dropout": 0.0}, {}, ("(D) P_drop=0.0", 24.6, 5.77)),
+    "dropout=0.3": ({"dropout": 0.3}, {}, ("(D) P_drop=0.2", 25.5, 4.95)),
+    "smoothing=0.0": ({}, {"label_smoothing": 0.0}, ("(D) eps_ls=0.0", 25.3, 4.67)),
+    "smoothing=0.2": ({}, {"label_smoothing": 0.2}, ("(D) eps_ls=0.2", 25.7, 5.47)),
+    "learned positions": ({"positional": "learned"}, {}, ("(E) learned", 25.7, 4.92)),
+}
+
+# the chapter 9 model and recipe (the paper's recipe, sizes for a CPU)
+BASE_MODEL = dict(d_model=64, n_heads=4, d_ff=256, n_encoder_layers=2, n_decoder_layers=2, dropout=0.1, max_len=64)
+BASE_TRAIN = dict(batch_size=32, warmup_steps=300, lr_factor=0.5, label_smoothing=0.1, average_last=1,
+                  device="cpu")
+
+
+def run_variant(name: str, steps: int, seed: int, max_number: int) -> dict:
+    import torch
+
+    from transformer_course.config import get_preset, get_train_preset
+    from transformer_course.data.loader import make_dataloader
+    from transformer_course.data.tasks import number_translation
+    from transformer_course.training.checkpoint import build_model
+    from transformer_course.training.evaluate import evaluate, evaluate_pairs
+    from transformer_course.training.trainer import train
+    from transformer_course.utils import set_seed
+
+    model_over, train_over, _ = VARIANTS[name]
+    data = number_translation("en", "fr", max_number=max_number, seed=0)     # same split for every variant
+    src_vocab, tgt_vocab = data.build_vocabs()
+    model_config = get_preset("course").replace(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
+                                                **{**BASE_MODEL, **model_over})
+    train_config = get_train_preset("course").replace(max_steps=steps, eval_every=steps, seed=seed,
+                                                      **{**BASE_TRAIN, **train_over})
+    set_seed(seed)
+    model = build_model(model_config)
+    train_loader = make_dataloader(data.train, src_vocab, tgt_vocab, batch_size=train_config.batch_size, seed=seed)
+    val_loader = make_dataloader(data.val, src_vocab, tgt_vocab, batch_size=256, shuffle=False)
+    start = time.perf_counter()
+    train(model, train_loader, None, train_config, src_vocab=src_vocab, tgt_vocab=tgt_vocab, progress=False)
+    train_s = time.perf_counter() - start
+    val = evaluate(model, val_loader)
+    test = evaluate_pairs(model, data.test, src_vocab, tgt_vocab)
+    return {"params": sum(p.numel() for p in model.parameters()), "exact_match": test["exact_match"],
+            "perplexity": val["perplexity"], "bleu": test["bleu"], "time_s": train_s}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=500, help="training steps per variant (default: 500)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="seeds; results are averaged")
+    parser.add_argument("--max-number", type=int, default=1999, help="numbers 0..N (default: 1999)")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1)")
+    parser.add_argument("--only", nargs="+", default=None, choices=sorted(VARIANTS), metavar="VARIANT",
+                        help=f"run only these variants (default: all of {list(VARIANTS)})")
+    args = parser.parse_args(argv)
+
+    import torch
+    torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(True)
+    print("command:", shlex.join(["python", "benchmarks/ablations.py", *(sys.argv[1:] if argv is None else argv)]))
+    print(f"task: English -> French number words 0..{args.max_number}; {args.steps} steps per variant; "
+          f"seeds {args.seeds}; {args.threads} thread(s)", flush=True)
+    names = args.only or list(VARIANTS)
+    rows = []
+    for name in names:
+        results = [run_variant(name, args.steps, seed, args.max_number) for seed in args.seeds]
+        mean = {k: sum(r[k] for r in results) / len(results) for k in results[0]}
+        mean["exact_match_all"] = [r["exact_match"] for r in results]
+        rows.append((name, mean))
+        print(f"  done: {name:18s} exact match {mean['exact_match']:.3f}  ({mean['time_s']:.0f} s)", flush=True)
+
+    print()
+    print("| variant | params | held-out exact match | val perplexity | train time (s) | nearest paper row | "
+          "paper BLEU | paper PPL |")
+    print("|---|---:|---:|---:|---:|---|---:|---:|")
+    for name, m in rows:
+        paper = VARIANTS[name][2]
+        per_seed = "" if len(args.seeds) == 1 else " (" + ", ".join(f"{e:.3f}" for e in m["exact_match_all"]) + ")"
+        print(f"| {name} | {m['params']:,.0f} | {m['exact_match']:.3f}{per_seed} | {m['perplexity']:.3f} | "
+              f"{m['time_s']:.0f} | {paper[0]} | {paper[1]:.1f} | {paper[2]:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
