@@ -28,7 +28,7 @@ def built_site() -> Path:
             pytest.fail(message)
         pytest.skip(message)
     if not (HTML / "index.html").exists():
-        subprocess.run([sys.executable, "-m", "jupyter_book", "build", "."], cwd=ROOT, check=True,
+        subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", "."], cwd=ROOT, check=True,
                        capture_output=True)
     return HTML
 

@@ -74,17 +74,22 @@ def setup() -> None:
     STAMP.write_text(_fingerprint())
 
 
+def hide_solutions_config(text: str) -> str:
+    """_config.yml's text with solutions switched off, usable from any folder."""
+    if "course_hide_solutions: false" not in text:
+        raise ValueError("_config.yml: expected a `course_hide_solutions: false` entry to switch")
+    text = text.replace("course_hide_solutions: false", "course_hide_solutions: true")
+    # paths in a config are relative to its own folder: point the local extension at tools/ absolutely
+    return text.replace("course_solutions: tools/", f"course_solutions: {ROOT / 'tools'}/")
+
+
 def build_book(strict: bool, hide_solutions: bool = False) -> None:
     shutil.rmtree(ROOT / "_build", ignore_errors=True)  # a clean build: stale pages can hide warnings
     cmd = [str(BIN / "jupyter-book"), "build", "."]
     if hide_solutions:  # for a workshop session: the same site with every solution left out
         config = ROOT / "_build" / "_config_hide_solutions.yml"
         config.parent.mkdir(parents=True, exist_ok=True)
-        text = (ROOT / "_config.yml").read_text()
-        text = text.replace("course_hide_solutions: false", "course_hide_solutions: true")
-        # paths in a config are relative to its own folder: point the local extension at tools/ absolutely
-        text = text.replace("course_solutions: tools/", f"course_solutions: {ROOT / 'tools'}/")
-        config.write_text(text)
+        config.write_text(hide_solutions_config((ROOT / "_config.yml").read_text()))
         cmd += ["--config", str(config)]
     if strict:
         cmd += ["-W", "-n", "--keep-going"]

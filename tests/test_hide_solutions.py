@@ -1,0 +1,47 @@
+"""The workshop build option: `tools/run.py book --hide-solutions` leaves every solution out of the site."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import run  # noqa: E402  (tools/ is not a package)
+
+CHAPTER = "book/03_general_attention"
+
+
+def _build(tmp_path: Path, config: Path) -> str:
+    toc = tmp_path / "_toc.yml"
+    toc.write_text(f"format: jb-book\nroot: book/intro\nchapters:\n- file: {CHAPTER}\n- file: book/notation\n- file: book/workshop_guide\n- file: book/a4_widgets\n"
+                   "- file: book/references\n")
+    out = tmp_path / "site"
+    result = subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT), "--toc", str(toc),
+                             "--config", str(config), "--path-output", str(out), "-W", "-n", "--keep-going"],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    html = (out / "_build" / "html" / f"{CHAPTER}.html").read_text()
+    return html
+
+
+def _text(html: str) -> str:
+    """The page's text with tags removed (highlighted code is split into many spans)."""
+    return re.sub(r"<[^>]+>", "", html)
+
+
+def test_hidden_build_has_exercises_but_no_solutions(tmp_path):
+    config = tmp_path / "_config_hidden.yml"
+    config.write_text(run.hide_solutions_config((ROOT / "_config.yml").read_text()))
+    page = _build(tmp_path, config)
+    assert 'class="exercise' in page
+    assert 'class="solution' not in page
+    # the learner's stub cell stays; the reference solution (a gated solution around code cells) is gone
+    assert _text(page).count("check_scaled_dot_product_attention(my_attention)") == 1
+
+
+def test_normal_build_keeps_the_solutions(tmp_path):
+    page = _build(tmp_path, ROOT / "_config.yml")
+    assert 'class="solution' in page
+    assert _text(page).count("check_scaled_dot_product_attention(my_attention)") == 2
