@@ -9,19 +9,20 @@ from .style import ATTENTION_CMAP
 __all__ = ["plot_attention", "plot_attention_heads"]
 
 
-def _as_matrix(weights, name: str = "weights") -> np.ndarray:
-    if hasattr(weights, "detach"):
-        weights = weights.detach().cpu().numpy()
-    weights = np.asarray(weights, dtype=np.float64)
-    if weights.ndim != 2:
-        raise ValueError(f"{name}: expected a (T_q, T_k) matrix, got shape {weights.shape}")
-    return weights
+def as_matrix(value, name: str = "weights", expected: str = "a (T_q, T_k) matrix") -> np.ndarray:
+    """A NumPy array or torch tensor as a float64 2-D array; anything else is refused, naming the argument."""
+    if hasattr(value, "detach"):  # a torch tensor, without importing torch here
+        value = value.detach().cpu().numpy()
+    value = np.asarray(value, dtype=np.float64)
+    if value.ndim != 2:
+        raise ValueError(f"{name}: expected {expected}, got shape {value.shape}")
+    return value
 
 
 def plot_attention(weights, key_labels=None, query_labels=None, ax=None, title=None, annotate=False,
                    colorbar=True, vmax=1.0):
     """Draw one (T_q, T_k) attention matrix; returns the axes. Labels are token strings (optional)."""
-    weights = _as_matrix(weights)
+    weights = as_matrix(weights)
     n_queries, n_keys = weights.shape
     for labels, size, what in ((key_labels, n_keys, "key_labels"), (query_labels, n_queries, "query_labels")):
         if labels is not None and len(labels) != size:

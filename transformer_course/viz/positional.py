@@ -4,18 +4,14 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from .attention import as_matrix
 from .style import DIVERGING_CMAP
 
 __all__ = ["plot_positional_heatmap", "plot_position_similarity", "plot_encoding_curves", "cosine_similarity_matrix"]
 
 
 def _as_table(pe, name: str = "pe") -> np.ndarray:
-    if hasattr(pe, "detach"):
-        pe = pe.detach().cpu().numpy()
-    pe = np.asarray(pe, dtype=np.float64)
-    if pe.ndim != 2:
-        raise ValueError(f"{name}: expected a (positions, d_model) table, got shape {pe.shape}")
-    return pe
+    return as_matrix(pe, name, "a (positions, d_model) table")
 
 
 def plot_positional_heatmap(pe, ax=None, title=None, colorbar=True):
