@@ -20,7 +20,7 @@ import numpy as np
 from ..numpy.functional import softmax
 from ..numpy.masks import causal_mask, combine_masks, lengths_to_mask
 from .attention import plot_attention
-from .style import DIVERGING_CMAP
+from .positional import plot_positional_heatmap
 
 __all__ = ["softmax_scaling_figure", "softmax_scaling_widget", "mask_figure", "mask_widget",
            "positional_figure", "positional_widget", "warmup_figure", "warmup_widget",
@@ -152,13 +152,8 @@ def positional_figure(max_len: int = 64, d_model: int = 64, position: int = 10):
     pe = sinusoidal_encoding(max_len, d_model)                     # (max_len, D)
     similarity = pe @ pe[position] / (d_model / 2)                 # (max_len,): 1 at p = position
     fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.4), gridspec_kw={"width_ratios": [1.3, 1]})
-    image = left.imshow(pe, cmap=DIVERGING_CMAP, vmin=-1, vmax=1, aspect="auto")
-    left.grid(False)
+    plot_positional_heatmap(pe, ax=left, title=f"PE for d_model={d_model}")  # the heat map of chapter 6
     left.axhline(position, color="black", lw=0.8)
-    left.set_xlabel("dimension j")
-    left.set_ylabel("position pos")
-    left.set_title(f"PE for d_model={d_model}")
-    fig.colorbar(image, ax=left, fraction=0.046, pad=0.04)
     right.plot(np.arange(max_len), similarity, "-", color="#1f77b4")
     right.axvline(position, color="black", lw=0.8)
     right.set_xlabel("position p")
