@@ -187,7 +187,7 @@ def bench_decoding(args, device) -> list[str]:
             f"identical tokens with and without the cache: {same}"]
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def naive_greedy(model, src, steps):
     """The textbook loop with no reuse at all: model(src, prefix) every step (encoder included)."""
     ys = torch.full((src.shape[0], 1), 1, dtype=torch.long, device=src.device)

@@ -87,6 +87,13 @@ def test_show_source_gives_highlighted_html_and_plain_text():
     assert "/work/" not in text + html  # no absolute paths in stored notebook outputs
 
 
+def test_show_source_names_the_file_of_a_decorated_function():
+    from transformer_course.torch.decoding import greedy_decode   # wrapped by a torch grad-mode decorator
+    text = repr(show_source(greedy_decode))
+    assert text.startswith("# transformer_course/torch/decoding.py, lines ")
+    assert "def greedy_decode(" in text
+
+
 def test_show_source_rejects_objects_without_source():
     with pytest.raises(TypeError, match="obj: expected a function, class or module"):
         show_source(42)

@@ -25,12 +25,26 @@ ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 900  # per cell; chapters are meant to run in minutes
 
 
+def _merge_streams(outputs: list) -> list:
+    """Join consecutive stdout (or stderr) chunks: how a kernel splits a printout depends on timing, not code."""
+    merged = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if (output.get("output_type") == "stream" and previous is not None
+                and previous.get("output_type") == "stream" and previous.get("name") == output.get("name")):
+            previous["text"] = "".join(previous["text"]) + "".join(output["text"])
+        else:
+            merged.append(output)
+    return merged
+
+
 def _strip_metadata(nb) -> None:
     for cell in nb.cells:
         cell.metadata.pop("execution", None)  # timestamps: noise in every diff
         if cell.cell_type == "code":
             cell.metadata.pop("collapsed", None)
             cell.metadata.pop("scrolled", None)
+            cell.outputs = _merge_streams(cell.outputs)
     nb.metadata.pop("papermill", None)
     # Pin the kernelspec and language to what nbval runs (--nbval-current-env) so files do not churn.
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}

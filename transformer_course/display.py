@@ -25,6 +25,8 @@ def _source_and_location(obj) -> tuple[str, str]:
     """Source text of a function, class, method or module, and 'module.py, lines a-b' relative to the package."""
     if isinstance(obj, property):
         obj = obj.fget
+    if callable(obj) and not inspect.isclass(obj):
+        obj = inspect.unwrap(obj)  # a decorated function (e.g. @torch.no_grad): the file of the function itself
     try:
         lines, start = inspect.getsourcelines(obj)
         path = Path(inspect.getsourcefile(obj)).resolve()

@@ -175,6 +175,22 @@ def test_kv_cache_gives_the_same_output_as_full_causal_attention():
     set_fused_attention(ours, True)
 
 
+def test_kv_cache_grows_past_its_capacity_and_follows_reordered_rows():
+    cache = KVCache()
+    keys = _rand(3, 2, 40, 4, seed=8)                    # (B, H, t, Dh)
+    values = _rand(3, 2, 40, 4, seed=9)
+    chunks = [(0, 3)] + [(t, t + 1) for t in range(3, 40)]  # one chunk of 3 positions, then one at a time
+    for start, end in chunks:
+        k, v = cache.append(keys[:, :, start:end], values[:, :, start:end])
+        assert k.shape == (3, 2, end, 4) and cache.length == end
+        torch.testing.assert_close(k, keys[:, :, :end], rtol=0, atol=0)
+        torch.testing.assert_close(v, values[:, :, :end], rtol=0, atol=0)
+    index = torch.tensor([2, 2, 0])
+    cache.reorder(index)
+    torch.testing.assert_close(cache.k, keys[index], rtol=0, atol=0)
+    torch.testing.assert_close(cache.v, values[index], rtol=0, atol=0)
+
+
 def test_scaled_dot_product_attention_matches_torch_sdpa():
     q, k, v = _rand(2, 3, 4, 8, seed=1), _rand(2, 3, 6, 8, seed=2), _rand(2, 3, 6, 8, seed=3)
     mask = torch.rand(2, 1, 4, 6, generator=torch.Generator().manual_seed(0)) > 0.3

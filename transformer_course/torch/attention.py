@@ -102,20 +102,55 @@ def check_mask(mask: torch.Tensor, B: int, Tq: int, Tk: int, name: str = "mask")
 class KVCache:
     """Keys and values of one attention layer, kept between decoding steps.
 
-    static=False (decoder self-attention): each step appends the new position's keys and values.
+    static=False (decoder self-attention): each step writes the new positions' keys and values after the
+    cached ones, into buffers allocated ahead (capacity doubled when full), so a step copies only its new rows
+    instead of concatenating the whole past into a fresh tensor.
     static=True (cross-attention): keys and values of the encoder output are computed once, then reused.
     """
 
     def __init__(self, static: bool = False):
         self.static = static
-        self.k: torch.Tensor | None = None               # (B, H, t, Dh)
-        self.v: torch.Tensor | None = None               # (B, H, t, Dh)
+        self.length = 0                                  # positions stored
+        self._k: torch.Tensor | None = None              # (B, H, capacity, Dh)
+        self._v: torch.Tensor | None = None              # (B, H, capacity, Dh)
+
+    @property
+    def k(self) -> torch.Tensor | None:
+        if self.static or self._k is None:
+            return self._k
+        return self._k[:, :, :self.length]               # (B, H, t, Dh): the filled part of the buffer
+
+    @property
+    def v(self) -> torch.Tensor | None:
+        if self.static or self._v is None:
+            return self._v
+        return self._v[:, :, :self.length]               # (B, H, t, Dh)
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store k, v (B, H, Tk, Dh) after the cached positions; return all of them (B, H, t + Tk, Dh)."""
+        if self.static:                                  # computed once: keep the tensors themselves
+            self._k, self._v, self.length = k, v, k.shape[2]
+            return k, v
+        B, H, Tk, Dh = k.shape
+        end = self.length + Tk
+        if self._k is None or end > self._k.shape[2]:
+            capacity = max(end, 16, 2 * (0 if self._k is None else self._k.shape[2]))
+            grown_k = k.new_empty(B, H, capacity, Dh)    # (B, H, capacity, Dh)
+            grown_v = v.new_empty(B, H, capacity, Dh)    # (B, H, capacity, Dh)
+            if self._k is not None:
+                grown_k[:, :, :self.length] = self.k
+                grown_v[:, :, :self.length] = self.v
+            self._k, self._v = grown_k, grown_v
+        self._k[:, :, self.length:end] = k
+        self._v[:, :, self.length:end] = v
+        self.length = end
+        return self.k, self.v
 
     def reorder(self, index: torch.Tensor) -> None:
         """Keep rows `index` of the batch (beam search: follow the surviving beams)."""
-        if self.k is not None:
-            self.k = self.k.index_select(0, index)       # (B', H, t, Dh)
-            self.v = self.v.index_select(0, index)       # (B', H, t, Dh)
+        if self._k is not None:
+            self._k = self._k.index_select(0, index)     # (B', H, capacity, Dh)
+            self._v = self._v.index_select(0, index)     # (B', H, capacity, Dh)
 
 
 class MultiHeadAttention(nn.Module):
@@ -179,10 +214,7 @@ class MultiHeadAttention(nn.Module):
             k = k.view(B, -1, H, Dh).transpose(1, 2)     # (B, Tk, D) -> (B, H, Tk, Dh)
             v = v.view(B, -1, H, Dh).transpose(1, 2)     # (B, Tk, D) -> (B, H, Tk, Dh)
             if kv_cache is not None:
-                if not kv_cache.static and kv_cache.k is not None:
-                    k = torch.cat([kv_cache.k, k], dim=2)  # (B, H, t + Tk, Dh): the past and the new
-                    v = torch.cat([kv_cache.v, v], dim=2)  # (B, H, t + Tk, Dh)
-                kv_cache.k, kv_cache.v = k, v
+                k, v = kv_cache.append(k, v)             # (B, H, t + Tk, Dh): the past and the new
         q = q.view(B, Tq, H, Dh).transpose(1, 2)         # (B, Tq, D) -> (B, H, Tq, Dh)
         Tk = k.shape[2]
         if mask is not None:

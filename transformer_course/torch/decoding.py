@@ -34,13 +34,14 @@ def _prepare(model, src, src_mask, max_len):
     return max_len, src_mask
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def greedy_decode(model, src: torch.Tensor, max_len: int | None = None, bos_id: int = 1, eos_id: int = 2,
                   use_cache: bool = True, src_mask: torch.Tensor | None = None) -> torch.Tensor:
     """Pick the most probable token at every step: src (B, S) -> tokens (B, L), L <= max_len (default S + 50)."""
     max_len, src_mask = _prepare(model, src, src_mask, max_len)
     was_training = model.training
-    model.eval()
+    if was_training:                                     # switching modes walks every module: only if needed
+        model.eval()
     B = src.shape[0]
     pad_id = model.config.pad_id
     memory = model.encode(src, src_mask)                 # (B, S, D)
@@ -58,11 +59,12 @@ def greedy_decode(model, src: torch.Tensor, max_len: int | None = None, bos_id: 
         finished |= next_token == eos_id
         if bool(finished.all()):
             break
-    model.train(was_training)
+    if was_training:
+        model.train()
     return ys[:, 1:]                                     # (B, L): without BOS
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6, max_len: int | None = None,
                 bos_id: int = 1, eos_id: int = 2, use_cache: bool = True, src_mask: torch.Tensor | None = None,
                 return_scores: bool = False):
@@ -81,7 +83,8 @@ def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6
         raise ValueError(f"alpha: expected alpha >= 0, got {alpha!r}")
     max_len, src_mask = _prepare(model, src, src_mask, max_len)
     was_training = model.training
-    model.eval()
+    if was_training:
+        model.eval()
     device = src.device
     B, K = src.shape[0], beam_size
     pad_id, V = model.config.pad_id, model.config.tgt_vocab_size
@@ -146,5 +149,6 @@ def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6
     best_score, best = pool_score.max(dim=-1)                                                # (B,)
     tokens = pool_seq[torch.arange(B, device=device), best]                                  # (B, L)
     tokens = tokens[:, : int(pool_len[torch.arange(B, device=device), best].max())]          # (B, L')
-    model.train(was_training)
+    if was_training:
+        model.train()
     return (tokens, best_score) if return_scores else tokens

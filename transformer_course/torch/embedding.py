@@ -38,8 +38,9 @@ class Embedding(nn.Module):
         self.E = nn.Parameter(torch.empty(vocab_size, d_model))
         nn.init.normal_(self.E, mean=0.0, std=d_model ** -0.5)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        check_tokens(tokens, self.vocab_size)
+    def forward(self, tokens: torch.Tensor, name: str = "tokens") -> torch.Tensor:
+        """tokens (B, T) -> (B, T, D); `name` is the argument that errors about bad ids name."""
+        check_tokens(tokens, self.vocab_size, name)
         x = F.embedding(tokens, self.E)                  # (B, T) -> (B, T, D)
         if self.scale:
             x = x * math.sqrt(self.d_model)              # (B, T, D); a Python float keeps the dtype

@@ -86,7 +86,7 @@ class Transformer(nn.Module):
             elif T > 1:                                  # several new positions: causal, shifted by the past
                 tgt_mask = torch.ones(T, offset + T, dtype=torch.bool, device=tgt_in.device).tril(offset)[None]
             # one new position may attend to every cached one: no mask at all
-        y = self.tgt_embedding(tgt_in)                   # (B, T) -> (B, T, D)
+        y = self.tgt_embedding(tgt_in, "tgt_in")         # (B, T) -> (B, T, D)
         y = self.dropout(self.positions(y, offset))      # (B, T, D)
         y, weights = self.decoder(y, memory, tgt_mask, src_mask, need_weights, cache)  # (B, T, D)
         logits = self.project(y)                         # (B, T, V)
