@@ -61,7 +61,7 @@ class Transformer(nn.Module):
         check_tokens(src, self.config.src_vocab_size, "src")
         if src_mask is None:
             src_mask = self.make_src_mask(src)           # (B, 1, S)
-        x = self.src_embedding(src)                      # (B, S) -> (B, S, D)
+        x = self.src_embedding(src, "src")               # (B, S) -> (B, S, D)
         x = self.dropout(self.positions(x))              # (B, S, D)
         memory, weights = self.encoder(x, src_mask, need_weights)  # (B, S, D)
         return (memory, weights) if need_weights else memory
