@@ -39,9 +39,9 @@ def test_every_preset_is_valid_and_found_by_name():
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"d_model": 30, "n_heads": 4}, "divisible by n_heads"),
-    ({"d_model": 0}, "d_model: expected a positive int"),
+    ({"d_model": 0}, r"d_model: expected a value >= 1, got 0"),
     ({"positional": "rotary"}, "positional: expected 'sinusoidal' or 'learned'"),
-    ({"dropout": 1.5}, "dropout: expected a probability"),
+    ({"dropout": 1.5}, r"dropout: expected a value in \[0.0, 1.0\)"),
     ({"pad_id": 5000}, "pad_id"),
 ])
 def test_model_config_rejects_bad_values_with_a_clear_message(kwargs, message):
@@ -55,7 +55,7 @@ def test_replace_checks_names_and_types():
     assert config.replace(dropout=0).dropout == 0.0  # an int is accepted for a float field
     with pytest.raises(ValueError, match="unknown field 'd_modle'"):
         config.replace(d_modle=256)
-    with pytest.raises(TypeError, match="d_model: expected int, got str"):
+    with pytest.raises(TypeError, match="d_model: expected an int, got str"):
         config.replace(d_model="256")
     with pytest.raises(ValueError, match="precision"):
         TrainConfig(precision="fp8")

@@ -1,47 +1,137 @@
-"""Command line: `python -m transformer_course train | translate | evaluate` (also `transformer-course ...`).
+"""Command line: `transformer-course train | translate | evaluate` (also `python -m transformer_course ...`).
 
-    python -m transformer_course train --task numbers --out runs/numbers
-    python -m transformer_course translate --checkpoint runs/numbers "ninety-seven" "two hundred and one"
-    echo "seventy-one" | python -m transformer_course translate --pretrained numbers-en-fr
-    python -m transformer_course evaluate --checkpoint runs/numbers --split test
+    transformer-course train --task numbers --out runs/numbers
+    transformer-course translate --checkpoint runs/numbers "ninety-seven" "two hundred and one"
+    echo "seventy-one" | transformer-course translate --pretrained numbers-en-fr
+    transformer-course evaluate --checkpoint runs/numbers --split test
 
-Under torchrun, `train` runs DistributedDataParallel (see transformer_course/training/ddp.py).
+A mistake the user can fix is reported as one line, `transformer-course: error: ...`, on stderr, and exit
+status 2; a failure while running as one line and exit status 1; `--debug` shows the traceback instead.
+Every check of a `train` command happens before anything is written, so a command that fails before
+training starts leaves an existing run folder exactly as it was. Under torchrun, `train` runs
+DistributedDataParallel (see transformer_course/training/ddp.py).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
+import os
+import re
 import shlex
 import sys
+import traceback
 from pathlib import Path
 
 from .config import MODEL_PRESETS, TRAIN_PRESETS, ModelConfig, TrainConfig, get_preset, get_train_preset
+from .data.tasks import NUMBER_LANGUAGES
 
+PROG = "transformer-course"
 TASK_CHOICES = ("numbers", "copy", "reverse", "sort", "tsv")
+# the files `train` writes into --out; a folder holding any of them is a run
+RUN_FILES = ("model.pt", "last.pt", "best.pt", "averaged.pt", "src_vocab.json", "tgt_vocab.json", "history.json")
+EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+# translate: warn about unknown tokens on at most this many lines, then summarise
+MAX_UNKNOWN_WARNINGS = 10
+
+EXIT_STATUS_HELP = """\
+exit status:
+  0    success
+  1    a failure while running (training diverged, a disk became full, an unexpected error)
+  2    a mistake you can fix: a bad flag or value, an unknown name, a missing or unusable file
+       (corpus, checkpoint, input text), an incompatible --resume, an unavailable device
+  130  interrupted (Ctrl-C); a training run can be continued with --resume
+Errors are one line on stderr; add --debug to see the Python traceback."""
 
 
-def _parse_overrides(cls, items: list[str]) -> dict:
+class UsageError(Exception):
+    """A mistake the user can fix (exit status 2); the message names the argument, file or line."""
+
+
+def warn(message: str) -> None:
+    print(f"{PROG}: warning: {message}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def user_errors(prefix: str = ""):
+    """Turn the library's errors about the user's input (ValueError, TypeError, OSError: a bad value, a
+    missing or malformed file, a refused checkpoint) into a UsageError, exit status 2."""
+    try:
+        yield
+    except (ValueError, TypeError, OSError) as err:
+        raise UsageError(prefix + _describe(err)) from err
+
+
+def _describe(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text if text else type(err).__name__
+
+
+# -- argument types: every value is checked by the parser, with the flag named in the message --------------
+
+def _int_at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an int >= {low}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an int >= {low}, got {text!r}")
+        return value
+    parse.__name__ = f"int >= {low}"
+    return parse
+
+
+_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+
+
+def _device_name(text: str) -> str:
+    if not _DEVICE.match(text):
+        raise argparse.ArgumentTypeError(f"expected auto, cpu, cuda, cuda:<index> or mps, got {text!r}")
+    return text
+
+
+def _out_dir(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a folder path, got an empty string")
+    return Path(text)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the course's error format: one line naming the program; the usage only when the flags
+    themselves are wrong (unknown, missing, misspelt), not when a known flag got a bad value."""
+
+    _VALUE_ERROR = re.compile(r"^argument -[^:]*: (invalid |expected (?!one argument))")
+
+    def error(self, message: str):
+        if not self._VALUE_ERROR.match(message):
+            self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{PROG}: error: {message}\n")
+
+
+# -- configuration from flags ------------------------------------------------------------------------------
+
+def _parse_overrides(cls, items: list[str], flag: str) -> dict:
     """["d_model=64", "dropout=0.2"] -> {"d_model": 64, "dropout": 0.2}, converted by the field's type."""
     types = {f.name: f.type for f in dataclasses.fields(cls)}
     out = {}
     for item in items:
         name, sep, raw = item.partition("=")
         if not sep:
-            raise SystemExit(f"--set/--train-set: expected KEY=VALUE, got {item!r}")
+            raise UsageError(f"{flag}: expected KEY=VALUE, got {item!r}")
         if name not in types:
-            raise SystemExit(f"--set/--train-set: unknown {cls.__name__} field {name!r}; known: {sorted(types)}")
+            raise UsageError(f"{flag}: unknown {cls.__name__} field {name!r}; known: {', '.join(sorted(types))}")
         kind = types[name]
+        if kind == "bool":
+            if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise UsageError(f"{flag} {name}: expected true or false, got {raw!r}")
+            out[name] = raw.lower() in ("true", "1", "yes")
+            continue
         try:
-            if kind == "bool":
-                if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                    raise ValueError(raw)
-                value = raw.lower() in ("true", "1", "yes")
-            else:
-                value = {"int": int, "float": float}.get(kind, str)(raw)
+            out[name] = {"int": int, "float": float}.get(kind, str)(raw)
         except ValueError:
-            raise SystemExit(f"--set/--train-set: {name} expects a {kind}, got {raw!r}") from None
-        out[name] = value
+            raise UsageError(f"{flag} {name}: expected {'an' if kind == 'int' else 'a'} {kind}, got {raw!r}") from None
     return out
 
 
@@ -50,35 +140,69 @@ def _add_data_args(p: argparse.ArgumentParser, defaults: bool = True) -> None:
     g.add_argument("--task", choices=TASK_CHOICES, default="numbers" if defaults else None,
                    help="numbers: number words translated (offline); copy/reverse/sort: toy tasks; "
                         "tsv: a Tatoeba/Anki file given with --corpus (default: %(default)s)")
-    g.add_argument("--src-lang", default="en", help="numbers: source language en/fr/de/es/digits (default: en)")
-    g.add_argument("--tgt-lang", default="fr", help="numbers: target language (default: fr)")
-    g.add_argument("--max-number", type=int, default=9999, help="numbers: size knob, numbers 0..N (default: 9999)")
-    g.add_argument("--max-len", type=int, default=10, help="copy/reverse/sort: longest sequence (default: 10)")
-    g.add_argument("--n-train", type=int, default=None, help="training examples (default: the task's)")
-    g.add_argument("--corpus", default=None, help="tsv: path of the tab-separated corpus")
-    g.add_argument("--data-seed", type=int, default=0, help="seed of the data split (default: 0)")
+    g.add_argument("--src-lang", choices=NUMBER_LANGUAGES, default=None,
+                   help="numbers: source language (default: en)")
+    g.add_argument("--tgt-lang", choices=NUMBER_LANGUAGES, default=None,
+                   help="numbers: target language (default: fr)")
+    g.add_argument("--max-number", type=_int_at_least(1), default=9999,
+                   help="numbers: size knob, numbers 0..N (default: 9999)")
+    g.add_argument("--max-len", type=_int_at_least(1), default=10,
+                   help="copy/reverse/sort: longest sequence (default: 10)")
+    g.add_argument("--n-train", type=_int_at_least(1), default=None, help="training examples (default: the task's)")
+    g.add_argument("--n-val", type=_int_at_least(1), default=None,
+                   help="validation examples (tsv: distinct source sentences; default: 5%%, at most 500)")
+    g.add_argument("--n-test", type=_int_at_least(1), default=None,
+                   help="test examples (tsv: distinct source sentences; default: 10%%, at most 1000)")
+    g.add_argument("--corpus", default=None, metavar="FILE", help="tsv: path of the tab-separated corpus")
+    g.add_argument("--data-seed", type=_int_at_least(0), default=0, help="seed of the data split (default: 0)")
 
 
 def _data_args(args) -> dict:
-    return {k: getattr(args, k) for k in ("task", "src_lang", "tgt_lang", "max_number", "max_len", "n_train",
-                                          "corpus", "data_seed")}
+    """The data spec (saved with a checkpoint), after checking that every flag given applies to the task."""
+    task = args.task
+    if task != "numbers":
+        for flag, value in (("--src-lang", args.src_lang), ("--tgt-lang", args.tgt_lang)):
+            if value is not None:
+                raise UsageError(f"{flag}: applies to --task numbers only (the task is {task!r})")
+    if task != "tsv" and args.corpus is not None:
+        raise UsageError(f"--corpus: applies to --task tsv only (the task is {task!r}); add --task tsv")
+    if task == "tsv" and not args.corpus:
+        raise UsageError("--corpus: expected a TSV file path with --task tsv")
+    src_lang = args.src_lang or ("en" if args.tgt_lang != "en" else "fr")
+    tgt_lang = args.tgt_lang or ("fr" if src_lang != "fr" else "en")
+    if task == "numbers" and src_lang == tgt_lang:
+        raise UsageError(f"--src-lang/--tgt-lang: expected two different languages, got {src_lang!r} twice")
+    return {"task": task, "src_lang": src_lang, "tgt_lang": tgt_lang, "max_number": args.max_number,
+            "max_len": args.max_len, "n_train": args.n_train, "n_val": args.n_val, "n_test": args.n_test,
+            "corpus": args.corpus, "data_seed": args.data_seed}
 
 
 def _make_data(spec: dict):
+    """The task's ParallelData; any problem with the data or the corpus file is a UsageError."""
     from .data.corpora import load_tsv_corpus
     from .data.tasks import make_task
     task, seed = spec["task"], spec["data_seed"]
-    if task == "numbers":
-        return make_task("numbers", src_lang=spec["src_lang"], tgt_lang=spec["tgt_lang"],
-                         max_number=spec["max_number"], n_train=spec["n_train"], seed=seed)
-    if task == "tsv":
-        if not spec["corpus"]:
-            raise SystemExit("--corpus: expected a TSV file path with --task tsv")
-        return load_tsv_corpus(spec["corpus"], seed=seed)
-    kwargs = {"max_len": spec["max_len"], "seed": seed}
-    if spec["n_train"] is not None:
-        kwargs["n_train"] = spec["n_train"]
-    return make_task(task, **kwargs)
+    sizes = {k: spec.get(k) for k in ("n_val", "n_test", "n_train") if spec.get(k) is not None}
+    with user_errors():
+        if task == "numbers":
+            return make_task("numbers", src_lang=spec["src_lang"], tgt_lang=spec["tgt_lang"],
+                             max_number=spec["max_number"], seed=seed, **sizes)
+        if task == "tsv":
+            path = Path(spec["corpus"])
+            if not path.is_file():
+                raise UsageError(f"--corpus: no file at {path}" + (" (it is a folder)" if path.is_dir() else ""))
+            if "n_train" in sizes:
+                raise UsageError("--n-train: not used with --task tsv (the corpus gives the training pairs)")
+            return load_tsv_corpus(path, n_val=sizes.get("n_val"), n_test=sizes.get("n_test"), seed=seed)
+        return make_task(task, max_len=spec["max_len"], seed=seed, **sizes)
+
+
+def _pick_device(name: str):
+    from .torch.device import pick_device
+    try:
+        return pick_device(name)
+    except ValueError as err:
+        raise UsageError(f"--device: {_describe(err).removeprefix('name: ')}") from None
 
 
 def _resolve_checkpoint(path: str) -> Path:
@@ -86,41 +210,91 @@ def _resolve_checkpoint(path: str) -> Path:
     if p.is_dir():
         p = p / "model.pt"
     if not p.is_file():
-        raise SystemExit(f"--checkpoint: no checkpoint at {p} (give a file or a folder written by `train --out`)")
+        raise UsageError(f"--checkpoint: no checkpoint at {p} (give a model.pt or a folder written by `train --out`)")
     return p
 
 
 def _load_model(args):
     """(model, src_vocab, tgt_vocab, data spec or None) from --checkpoint or --pretrained."""
-    from .training.trainer import resolve_device
-    device = resolve_device(args.device)
+    device = _pick_device(args.device)
     if args.pretrained:
-        import json as _json
         from .training.checkpoint import load_pretrained, pretrained_dir
-        model, sv, tv = load_pretrained(args.pretrained, device=device)
-        meta = _json.loads((pretrained_dir() / f"{args.pretrained}.json").read_text(encoding="utf-8"))
-        return model, sv, tv, meta["metadata"].get("data")
-    if not args.checkpoint:
-        raise SystemExit("--checkpoint or --pretrained: expected one of them")
+        with user_errors("--pretrained: "):
+            model, sv, tv = load_pretrained(args.pretrained, device=device)
+            meta = json.loads((pretrained_dir() / f"{args.pretrained}.json").read_text(encoding="utf-8"))
+        return model, sv, tv, meta.get("metadata", {}).get("data")
     from .training.checkpoint import model_from_checkpoint
-    model, sv, tv, checkpoint = model_from_checkpoint(_resolve_checkpoint(args.checkpoint), device=device)
-    return model, sv, tv, checkpoint["extra"].get("data")
+    with user_errors("--checkpoint: "):
+        model, sv, tv, checkpoint = model_from_checkpoint(_resolve_checkpoint(args.checkpoint), device=device)
+    return model, sv, tv, checkpoint.get("extra", {}).get("data")
+
+
+# -- train --------------------------------------------------------------------------------------------------
+
+def _check_out(args) -> str:
+    """What `train` will do with --out: "new", "resume" or "overwrite"; refuses anything that could damage a
+    run, before anything is written."""
+    out: Path = args.out
+    if args.resume and args.overwrite:
+        raise UsageError("--resume and --overwrite: expected at most one of them (continue a run, or replace it)")
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out: {out} is a file; expected a folder (new or written by `train`)")
+    ancestor = out
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise UsageError(f"--out: cannot create {out}: {ancestor} is a file")
+    found = [name for name in RUN_FILES if (out / name).exists()]
+    if args.resume:
+        if (out / "last.pt").is_file():
+            return "resume"
+        if found:
+            raise UsageError(f"--resume: {out} holds a run ({', '.join(found)}) but no last.pt to continue from; "
+                             "pass --overwrite to start it again")
+        warn(f"--resume: nothing to resume in {out} (no last.pt); starting a new run")
+        return "new"
+    if found:
+        if args.overwrite:
+            return "overwrite"
+        raise UsageError(f"--out: {out} already holds a run ({', '.join(found)}); pass --resume to continue it or "
+                         "--overwrite to replace it")
+    return "new"
+
+
+def _check_export(value: str | None) -> Path | None:
+    if value is None:
+        return None
+    export = Path(value)
+    if not export.name or export.name in (".", ".."):
+        raise UsageError(f"--export: expected DIR/NAME (a name for NAME.safetensors), got {value!r}")
+    ancestor = export.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise UsageError(f"--export: cannot create {export.parent}: {ancestor} is a file")
+    return export
+
+
+def _check_resume(path: Path, model_config: ModelConfig, src_vocab, tgt_vocab) -> None:
+    """The run in `path` (its last.pt) must have been trained on the same data vocabularies and model."""
+    from .training.checkpoint import check_vocabs, load_checkpoint
+    with user_errors("--resume: "):
+        checkpoint = load_checkpoint(path)
+        check_vocabs(checkpoint, src_vocab, tgt_vocab, where=f"run in {path.parent}")
+    saved = checkpoint.get("model_config")
+    if saved != model_config.to_dict():
+        changed = sorted(k for k in model_config.to_dict() if (saved or {}).get(k) != model_config.to_dict()[k])
+        raise UsageError(f"--resume: {path} holds a model with other settings ({', '.join(changed)}); use the "
+                         "same --preset and --set flags as the run, or start a new run in another --out")
 
 
 def cmd_train(args) -> int:
     import torch
 
-    from .data.loader import make_dataloader
-    from .training.checkpoint import build_model, export_pretrained, save_checkpoint
-    from .training.ddp import cleanup_distributed, setup_distributed
-    from .training.evaluate import evaluate_pairs
-    from .training.trainer import train
-    from .utils import set_seed
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    torch.set_flush_denormal(True)                   # denormal Adam moments are very slow on CPUs
-    train_overrides = _parse_overrides(TrainConfig, args.train_set)
+    mode = _check_out(args)
+    export = _check_export(args.export)
+    train_overrides = _parse_overrides(TrainConfig, args.train_set, "--train-set")
+    model_overrides = _parse_overrides(ModelConfig, args.set, "--set")
     for name in ("max_steps", "batch_size", "precision", "seed"):
         if getattr(args, name) is not None:
             train_overrides[name] = getattr(args, name)
@@ -129,14 +303,33 @@ def cmd_train(args) -> int:
     train_overrides["device"] = args.device
     train_preset = args.train_preset or (args.preset if args.preset in TRAIN_PRESETS else
                                          "paper" if args.preset.startswith("paper") else "course")
-    train_config = get_train_preset(train_preset).replace(**train_overrides)
+    with user_errors("--train-set: "):
+        train_config = get_train_preset(train_preset).replace(**train_overrides)
+    spec = _data_args(args)
+    data = _make_data(spec)
+    src_vocab, tgt_vocab = data.build_vocabs()
+    with user_errors("--set: "):
+        model_config = get_preset(args.preset).replace(src_vocab_size=len(src_vocab),
+                                                       tgt_vocab_size=len(tgt_vocab), **model_overrides)
+    _pick_device(train_config.device)                # an unavailable device is refused before anything runs
+    out: Path = args.out
+    if mode == "resume":
+        _check_resume(out / "last.pt", model_config, src_vocab, tgt_vocab)
+
+    # every check passed: from here on files are written (each one atomically)
+    from .data.loader import make_dataloader
+    from .training.checkpoint import build_model, export_pretrained, save_checkpoint
+    from .training.ddp import cleanup_distributed, setup_distributed
+    from .training.evaluate import evaluate_pairs
+    from .training.trainer import train
+    from .utils import atomic_write_text, set_seed
+
+    threads_before = torch.get_num_threads()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(True)                   # denormal Adam moments are very slow on CPUs
     rank, world_size, device = setup_distributed(train_config.device)
     try:
-        spec = _data_args(args)
-        data = _make_data(spec)
-        src_vocab, tgt_vocab = data.build_vocabs()
-        model_config = get_preset(args.preset).replace(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
-                                                       **_parse_overrides(ModelConfig, args.set))
         set_seed(train_config.seed)
         model = build_model(model_config)
         train_loader = make_dataloader(data.train, src_vocab, tgt_vocab, batch_size=train_config.batch_size,
@@ -144,69 +337,137 @@ def cmd_train(args) -> int:
                                        num_workers=train_config.num_workers, rank=rank, world_size=world_size)
         val_loader = make_dataloader(data.val, src_vocab, tgt_vocab, batch_size=256, shuffle=False,
                                      max_len=model_config.max_len) if data.val else None
-        out = Path(args.out)
-        resume = out / "last.pt" if args.resume and (out / "last.pt").exists() else None
         if rank == 0:
             out.mkdir(parents=True, exist_ok=True)
-            src_vocab.save(out / "src_vocab.json")
-            tgt_vocab.save(out / "tgt_vocab.json")
+            if mode == "overwrite":                  # stale files of the replaced run must not survive it
+                for name in RUN_FILES:
+                    (out / name).unlink(missing_ok=True)
+            if mode != "resume":                     # a resumed run's vocabularies were checked to be these
+                src_vocab.save(out / "src_vocab.json")
+                tgt_vocab.save(out / "tgt_vocab.json")
             print(f"task {data.name}: {len(data.train)} train / {len(data.val)} val / {len(data.test)} test pairs; "
                   f"vocabularies {len(src_vocab)} / {len(tgt_vocab)}; device {device}"
-                  + (f" x {world_size} processes" if world_size > 1 else ""), flush=True)
+                  + (f" x {world_size} processes" if world_size > 1 else "")
+                  + (f"; resuming from {out / 'last.pt'}" if mode == "resume" else ""), flush=True)
+
         def report(event: dict) -> None:
             if event["event"] == "eval" and rank == 0:
                 extra = f", exact match {event['exact_match']:.4f}" if "exact_match" in event else ""
                 print(f"step {event['step']}: val loss {event['loss']:.4f}, token accuracy "
                       f"{event['token_accuracy']:.4f}{extra}", flush=True)
 
-        history = train(model, train_loader, val_loader, train_config, src_vocab=src_vocab, tgt_vocab=tgt_vocab,
-                        out_dir=out, resume_from=resume, device=device, progress=False if args.no_progress else None,
-                        monitor=args.monitor, eval_generate=args.monitor in ("exact_match", "bleu"),
-                        callbacks=[report])
+        try:
+            history = train(model, train_loader, val_loader, train_config, src_vocab=src_vocab, tgt_vocab=tgt_vocab,
+                            out_dir=out, resume_from=out / "last.pt" if mode == "resume" else None, device=device,
+                            progress=False if args.no_progress else None, monitor=args.monitor,
+                            eval_generate=args.monitor in ("exact_match", "bleu"), callbacks=[report])
+        except KeyboardInterrupt:
+            if rank == 0:
+                print(f"{PROG}: interrupted; {out / 'last.pt'} holds the last evaluation point: continue with "
+                      "the same command and --resume", file=sys.stderr, flush=True)
+            return EXIT_INTERRUPTED
         if rank != 0:
             return 0
         metrics = evaluate_pairs(model, data.test, src_vocab, tgt_vocab, device=device) if data.test else {}
         summary = {k: v for k, v in metrics.items() if not k.startswith("hypotheses")}
-        command = shlex.join(["python", "-m", "transformer_course", *args.argv])
+        command = shlex.join([PROG, *args.argv])
+        steps = history["step"][-1] if history["step"] else 0
         save_checkpoint(out / "model.pt", model, train_config=train_config, src_vocab=src_vocab, tgt_vocab=tgt_vocab,
-                        step=history["step"][-1] if history["step"] else 0,
-                        extra={"data": spec, "test": summary, "command": command})
-        (out / "history.json").write_text(json.dumps(history, indent=1) + "\n", encoding="utf-8")
-        print(f"trained {history['step'][-1] if history['step'] else 0} steps in {history['time_s']:.0f} s "
-              f"({history['stop_reason']}); model: {out / 'model.pt'}")
+                        step=steps, extra={"data": spec, "test": summary, "command": command})
+        atomic_write_text(out / "history.json", json.dumps(history, indent=1) + "\n")
+        print(f"trained {steps} steps in {history['time_s']:.0f} s ({history['stop_reason']}); "
+              f"model: {out / 'model.pt'}")
         if summary:
             print(f"test: exact match {summary['exact_match']:.4f}, token accuracy {summary['token_accuracy']:.4f}, "
                   f"perplexity {summary['perplexity']:.3f}, BLEU {summary['bleu']:.2f}")
             print(f"BLEU signature: {summary['bleu_signature']}")
-        if args.export:
-            export = Path(args.export)
+        if export is not None:
             info = export_pretrained(model, src_vocab, tgt_vocab, export.parent, export.name,
                                      metadata={"data": spec, "test": summary, "command": command,
                                                "model_preset": args.preset,
                                                "train_config": train_config.to_dict(),
-                                               "steps": history["step"][-1] if history["step"] else 0,
-                                               "torch": torch.__version__})
+                                               "steps": steps, "torch": torch.__version__})
             print(f"exported {export}.safetensors ({info['weights_bytes']} bytes, sha256 {info['weights_sha256']})")
         return 0
     finally:
         cleanup_distributed()
+        # main() may run inside a notebook or a test session: leave the process's settings as they were
+        torch.set_flush_denormal(False)
+        torch.set_num_threads(threads_before)
 
 
-def _read_sentences(args) -> list[str]:
+# -- translate ----------------------------------------------------------------------------------------------
+
+def _decode_lines(raw: bytes) -> list[str]:
+    """stdin's bytes as lines of UTF-8 text, whatever the locale; an undecodable byte names its line and
+    offset. Each line is stripped of surrounding whitespace (line ends included)."""
+    lines = []
+    for number, line in enumerate(raw.splitlines(), start=1):
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise UsageError(f"stdin line {number}: byte {err.start} (0x{line[err.start]:02x}) is not valid UTF-8; "
+                             "save the text as UTF-8") from None
+        lines.append(text.strip())
+    return lines
+
+
+def _read_sentences(args) -> tuple[list[str], str]:
+    """(one sentence per input line, what to call a line in messages)."""
     if args.sentences:
-        return list(args.sentences)
-    return [line.strip() for line in sys.stdin if line.strip()]
+        for number, sentence in enumerate(args.sentences, start=1):
+            # argv bytes that are not valid UTF-8 arrive as lone surrogates (PEP 383)
+            bad = next((i for i, ch in enumerate(sentence) if "\udc80" <= ch <= "\udcff"), None)
+            if bad is not None:
+                raise UsageError(f"sentence {number} (argument): character {bad} comes from a byte that is not "
+                                 "valid UTF-8")
+        return [s.strip() for s in args.sentences], "sentence"
+    if sys.stdin.isatty():
+        print("Reading sentences from the terminal, one per line; end with Ctrl-D (Ctrl-Z, Enter on Windows).",
+              file=sys.stderr, flush=True)
+    stream = getattr(sys.stdin, "buffer", None)
+    raw = stream.read() if stream is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+    return _decode_lines(raw), "stdin line"
+
+
+def _check_sentences(sentences: list[str], what: str, src_vocab, max_len: int) -> None:
+    """Refuse sentences longer than the model accepts; warn about words it has never seen."""
+    unknown_lines = []
+    for number, sentence in enumerate(sentences, start=1):
+        tokens = src_vocab.tokenize(sentence)
+        if len(tokens) + 1 > max_len:                # + 1: the eos every source ends with
+            raise UsageError(f"{what} {number}: {len(tokens)} tokens, but the model reads at most {max_len - 1} "
+                             f"(its max_len {max_len}, one for the end of the sentence); split the sentence")
+        unknown = sorted({t for t in tokens if t not in src_vocab})
+        if unknown:
+            unknown_lines.append((number, unknown))
+    for number, unknown in unknown_lines[:MAX_UNKNOWN_WARNINGS]:
+        words = ", ".join(repr(t) for t in unknown[:8]) + (" ..." if len(unknown) > 8 else "")
+        warn(f"{what} {number}: unknown to the model, translated as <unk>: {words}")
+    if len(unknown_lines) > MAX_UNKNOWN_WARNINGS:
+        warn(f"... and {len(unknown_lines) - MAX_UNKNOWN_WARNINGS} more lines with unknown tokens")
 
 
 def cmd_translate(args) -> int:
     from .training.evaluate import translate
     model, src_vocab, tgt_vocab, _ = _load_model(args)
-    sentences = _read_sentences(args)
-    for sentence, translation in zip(sentences, translate(model, sentences, src_vocab, tgt_vocab,
-                                                          beam_size=args.beam_size)):
+    sentences, what = _read_sentences(args)
+    if not sentences:
+        warn("no input: nothing to translate (give sentences as arguments, or pipe them in one per line)")
+        return 0
+    _check_sentences(sentences, what, src_vocab, model.config.max_len)
+    to_translate = [s for s in sentences if s]
+    translations = iter(translate(model, to_translate, src_vocab, tgt_vocab, beam_size=args.beam_size))
+    for sentence in sentences:                       # one output line per input line, blank for blank
+        if not sentence:
+            print()
+            continue
+        translation = next(translations)
         print(f"{sentence}\t{translation}" if args.with_source else translation)
     return 0
 
+
+# -- evaluate -----------------------------------------------------------------------------------------------
 
 def cmd_evaluate(args) -> int:
     from .training.checkpoint import check_vocabs
@@ -214,13 +475,19 @@ def cmd_evaluate(args) -> int:
     model, src_vocab, tgt_vocab, spec = _load_model(args)
     if args.task is not None:
         spec = _data_args(args)
+    elif any(getattr(args, name) is not None for name in ("src_lang", "tgt_lang", "corpus", "n_val", "n_test")):
+        raise UsageError("--task: data flags were given without --task; give --task too (the model's own data is "
+                         "used when no data flag is given)")
     if spec is None:
-        raise SystemExit("--task: this checkpoint does not record its data; give --task (and its options)")
+        raise UsageError("--task: this checkpoint does not record its data; give --task (and its options)")
     data = _make_data(spec)
     train_src, train_tgt = data.build_vocabs()
-    check_vocabs({"src_vocab": src_vocab.to_dict(), "tgt_vocab": tgt_vocab.to_dict()}, train_src, train_tgt,
-                 where="model")
+    with user_errors():
+        check_vocabs({"src_vocab": src_vocab.to_dict(), "tgt_vocab": tgt_vocab.to_dict()}, train_src, train_tgt,
+                     where="model")
     pairs = data.split(args.split)
+    if not pairs:
+        raise UsageError(f"--split: the {args.split} split of {data.name} is empty")
     metrics = evaluate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size=args.beam_size)
     search = "greedy" if args.beam_size == 1 else f"beam {args.beam_size}"
     print(f"{data.name} {args.split}: {len(pairs)} pairs, {search}")
@@ -237,13 +504,26 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m transformer_course",
-                                     description="Train, run and evaluate the course's Transformer.")
-    sub = parser.add_subparsers(dest="command", required=True)
+# -- the parser ---------------------------------------------------------------------------------------------
 
-    t = sub.add_parser("train", help="train a model and save it under --out",
-                       description="Train the encoder-decoder Transformer with the paper's recipe.")
+def _pretrained_names() -> list[str]:
+    from importlib import resources
+    folder = Path(str(resources.files("transformer_course") / "checkpoints"))
+    return sorted(p.stem for p in folder.glob("*.json"))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _Parser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the Python traceback of an error")
+    parser = _Parser(prog=PROG, description="Train, run and evaluate the course's Transformer.",
+                     epilog=EXIT_STATUS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+                     parents=[common])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{train,translate,evaluate}")
+
+    t = sub.add_parser("train", help="train a model and save it under --out", parents=[common],
+                       description="Train the encoder-decoder Transformer with the paper's recipe.",
+                       epilog=EXIT_STATUS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_data_args(t)
     m = t.add_argument_group("model and training")
     m.add_argument("--preset", default="course", choices=sorted(MODEL_PRESETS),
@@ -254,17 +534,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a ModelConfig field, e.g. --set d_model=64 (repeatable)")
     m.add_argument("--train-set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a TrainConfig field, e.g. --train-set warmup_steps=400 (repeatable)")
-    m.add_argument("--max-steps", type=int, default=None)
-    m.add_argument("--batch-size", type=int, default=None, help="sequences per step (per process under torchrun)")
+    m.add_argument("--max-steps", type=_int_at_least(1), default=None, help="optimiser steps")
+    m.add_argument("--batch-size", type=_int_at_least(1), default=None,
+                   help="sequences per step (per process under torchrun)")
     m.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default=None)
     m.add_argument("--compile", action="store_true", help="torch.compile the model")
-    m.add_argument("--seed", type=int, default=None)
+    m.add_argument("--seed", type=_int_at_least(0), default=None)
     m.add_argument("--monitor", default="loss", choices=("loss", "token_accuracy", "exact_match", "bleu"),
                    help="validation metric for best.pt and early stopping (default: %(default)s)")
-    m.add_argument("--device", default="auto", help="auto (cuda > mps > cpu), cpu, cuda, cuda:1, mps")
-    m.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    m.add_argument("--out", required=True, metavar="DIR", help="folder for checkpoints, vocabularies, history")
-    m.add_argument("--resume", action="store_true", help="continue from DIR/last.pt if it exists")
+    m.add_argument("--device", type=_device_name, default="auto",
+                   help="auto (cuda > mps > cpu), cpu, cuda, cuda:1, mps (default: %(default)s)")
+    m.add_argument("--threads", type=_int_at_least(1), default=None, help="torch CPU threads")
+    m.add_argument("--out", required=True, type=_out_dir, metavar="DIR",
+                   help="folder for checkpoints, vocabularies, history (an existing run needs --resume or "
+                        "--overwrite)")
+    m.add_argument("--resume", action="store_true", help="continue the run in DIR from DIR/last.pt")
+    m.add_argument("--overwrite", action="store_true", help="replace the run in DIR")
     m.add_argument("--no-progress", action="store_true", help="no progress bar")
     m.add_argument("--export", default=None, metavar="DIR/NAME",
                    help="also write NAME.safetensors + NAME.json (a shippable pretrained model)")
@@ -272,12 +557,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, helptext in (("translate", "translate sentences (arguments, or one per line on stdin)"),
                            ("evaluate", "exact match, token accuracy, perplexity and BLEU on a split")):
-        p = sub.add_parser(name, help=helptext, description=helptext)
+        description = helptext
+        if name == "translate":
+            description += (". One output line per input line (a blank line for a blank line); words the model "
+                            "never saw are warned about on stderr and translated as <unk>; a sentence longer than "
+                            "the model reads is an error. Input is UTF-8.")
+        p = sub.add_parser(name, help=helptext, description=description, parents=[common], epilog=EXIT_STATUS_HELP,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         src = p.add_mutually_exclusive_group(required=True)
-        src.add_argument("--checkpoint", help="a model.pt (or the --out folder of `train`)")
-        src.add_argument("--pretrained", help="a shipped model, e.g. numbers-en-fr")
-        p.add_argument("--beam-size", type=int, default=1, help="1: greedy (default); >1: beam search")
-        p.add_argument("--device", default="auto")
+        src.add_argument("--checkpoint", metavar="PATH", help="a model.pt (or the --out folder of `train`)")
+        src.add_argument("--pretrained", choices=_pretrained_names(), help="a shipped model")
+        p.add_argument("--beam-size", type=_int_at_least(1), default=1,
+                       help="1: greedy (default); >1: beam search")
+        p.add_argument("--device", type=_device_name, default="auto",
+                       help="auto (cuda > mps > cpu), cpu, cuda, cuda:1, mps (default: %(default)s)")
         if name == "translate":
             p.add_argument("sentences", nargs="*", help="sentences to translate (default: read stdin)")
             p.add_argument("--with-source", action="store_true", help="print 'source<TAB>translation'")
@@ -285,16 +578,41 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             _add_data_args(p, defaults=False)
             p.add_argument("--split", default="test", choices=("train", "val", "test"))
-            p.add_argument("--show-errors", type=int, default=5, metavar="N", help="print N wrong translations")
+            p.add_argument("--show-errors", type=_int_at_least(0), default=5, metavar="N",
+                           help="print N wrong translations (default: %(default)s)")
             p.set_defaults(func=cmd_evaluate)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; return its exit status (0 success, 1 failure while running, 2 user mistake)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    debug = "--debug" in argv
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:                      # --help (0), or a bad flag: the parser printed its line
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
     args.argv = argv
-    return args.func(args)
+    try:
+        return args.func(args)
+    except UsageError as err:
+        if debug:
+            traceback.print_exc()
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:                          # e.g. `translate ... | head -1` closed our stdout
+        with contextlib.suppress(AttributeError, OSError, ValueError):   # no second error when Python flushes
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILURE
+    except Exception as err:                         # a failure while running: one line, the traceback on request
+        if debug:
+            traceback.print_exc()
+        print(f"{PROG}: error: {type(err).__name__}: {_describe(err)}"
+              + ("" if debug else " (run again with --debug to see where)"), file=sys.stderr)
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

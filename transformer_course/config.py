@@ -12,22 +12,46 @@ from typing import Any
 __all__ = ["ModelConfig", "TrainConfig", "MODEL_PRESETS", "TRAIN_PRESETS", "get_preset", "get_train_preset"]
 
 
+_TYPES = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def _check_types(config) -> None:
+    """Check every field's type when a config is built; ints are accepted (and stored) for float fields.
+
+    Exact types: a bool is not an int here (True would silently mean 1) and a string is never a number or a
+    bool ("false" is truthy, so `norm_first="false"` would quietly build a pre-LN model).
+    """
+    cls = type(config)
+    for f in fields(cls):
+        expected = _TYPES[f.type]
+        value = getattr(config, f.name)
+        if expected is float and type(value) is int:
+            object.__setattr__(config, f.name, float(value))
+            continue
+        if type(value) is not expected:
+            raise TypeError(f"{cls.__name__}.{f.name}: expected {'an' if expected is int else 'a'} "
+                            f"{expected.__name__}, got {type(value).__name__} ({value!r})")
+
+
+def _check_range(cls_name: str, name: str, value, low=None, high=None, low_open=False, high_open=False) -> None:
+    """Raise ValueError naming `cls_name.name` unless low <= value <= high (strict where `*_open`)."""
+    too_low = low is not None and (value <= low if low_open else value < low)
+    too_high = high is not None and (value >= high if high_open else value > high)
+    if too_low or too_high:
+        if high is None:
+            span = f"{'>' if low_open else '>='} {low}"
+        else:
+            span = f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+        raise ValueError(f"{cls_name}.{name}: expected a value {span}, got {value!r}")
+
+
 def _check_overrides(cls, overrides: dict[str, Any]) -> dict[str, Any]:
-    """Type-check keyword overrides against a dataclass's fields; ints are accepted for float fields."""
-    known = {f.name: f for f in fields(cls)}
-    checked = {}
-    for name, value in overrides.items():
+    """Refuse unknown field names (types and ranges are checked when the new config is built)."""
+    known = {f.name for f in fields(cls)}
+    for name in overrides:
         if name not in known:
             raise ValueError(f"{cls.__name__}: unknown field {name!r}; known fields: {sorted(known)}")
-        expected = known[name].type
-        expected = {"int": int, "float": float, "bool": bool, "str": str}.get(expected, None)
-        if expected is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if expected is not None and (type(value) is not expected):
-            raise TypeError(f"{cls.__name__}.{name}: expected {expected.__name__}, got "
-                            f"{type(value).__name__} ({value!r})")
-        checked[name] = value
-    return checked
+    return dict(overrides)
 
 
 class _Replaceable:
@@ -64,14 +88,11 @@ class ModelConfig(_Replaceable):
     pad_id: int = 0                   # token id of padding; never attended to and ignored by the loss
 
     def __post_init__(self):
+        _check_types(self)
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(f"ModelConfig.{name}: expected a positive int, got {value!r}")
+            _check_range("ModelConfig", name, getattr(self, name), low=1)
         for name in ("n_encoder_layers", "n_decoder_layers"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 0:
-                raise ValueError(f"ModelConfig.{name}: expected an int >= 0, got {value!r}")
+            _check_range("ModelConfig", name, getattr(self, name), low=0)
         if self.d_model % self.n_heads != 0:
             raise ValueError(f"ModelConfig: d_model={self.d_model} must be divisible by "
                              f"n_heads={self.n_heads} (head size d_model / n_heads)")
@@ -79,9 +100,8 @@ class ModelConfig(_Replaceable):
             raise ValueError(f"ModelConfig.positional: expected 'sinusoidal' or 'learned', "
                              f"got {self.positional!r}")
         for name in ("dropout", "attention_dropout"):
-            value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
-                raise ValueError(f"ModelConfig.{name}: expected a probability in [0, 1), got {value!r}")
+            _check_range("ModelConfig", name, getattr(self, name), low=0.0, high=1.0, high_open=True)
+        _check_range("ModelConfig", "layer_norm_eps", self.layer_norm_eps, low=0.0, low_open=True)
         if not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
             raise ValueError(f"ModelConfig.pad_id: expected an id inside both vocabularies, got {self.pad_id}")
 
@@ -115,13 +135,22 @@ class TrainConfig(_Replaceable):
     num_workers: int = 0              # DataLoader worker processes
 
     def __post_init__(self):
+        _check_types(self)
         if self.precision not in ("fp32", "bf16", "fp16"):
             raise ValueError(f"TrainConfig.precision: expected 'fp32', 'bf16' or 'fp16', got {self.precision!r}")
         for name in ("batch_size", "max_steps", "warmup_steps", "eval_every", "average_last"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"TrainConfig.{name}: expected a positive int, got {getattr(self, name)!r}")
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise ValueError(f"TrainConfig.label_smoothing: expected a value in [0, 1), got {self.label_smoothing!r}")
+            _check_range("TrainConfig", name, getattr(self, name), low=1)
+        for name in ("patience", "seed", "num_workers"):
+            _check_range("TrainConfig", name, getattr(self, name), low=0)
+        _check_range("TrainConfig", "lr_factor", self.lr_factor, low=0.0)   # 0 freezes the weights
+        for name in ("adam_beta1", "adam_beta2"):
+            _check_range("TrainConfig", name, getattr(self, name), low=0.0, high=1.0, high_open=True)
+        _check_range("TrainConfig", "adam_eps", self.adam_eps, low=0.0, low_open=True)
+        for name in ("weight_decay", "clip_grad_norm"):
+            _check_range("TrainConfig", name, getattr(self, name), low=0.0)
+        _check_range("TrainConfig", "label_smoothing", self.label_smoothing, low=0.0, high=1.0, high_open=True)
+        if not self.device:
+            raise ValueError("TrainConfig.device: expected 'auto', 'cpu', 'cuda', 'cuda:<index>' or 'mps', got ''")
 
 
 MODEL_PRESETS: dict[str, ModelConfig] = {

@@ -1,6 +1,5 @@
 """Checkpoints: atomic writes under a simulated crash, safe loading, vocab checks, averaging, export."""
 import os
-import pickle
 
 import pytest
 import torch
@@ -48,20 +47,23 @@ def test_atomic_write_survives_a_crash(make_model, tmp_path, monkeypatch):
 
 
 def test_loading_never_executes_code(tmp_path):
+    marker = tmp_path / "pwned"
+
     class Evil:
-        def __reduce__(self):
-            return (os.system, ("echo pwned",))
+        def __reduce__(self):                            # unpickling would create the marker file
+            return (open, (str(marker), "w"))
     path = tmp_path / "evil.pt"
     torch.save({"format": ckpt.FORMAT, "payload": Evil()}, path)
-    with pytest.raises(pickle.UnpicklingError):
+    with pytest.raises(ckpt.CheckpointError, match="evil.pt: refused to load it.*never runs code"):
         load_checkpoint(path)
+    assert not marker.exists()
 
 
 def test_not_a_checkpoint(tmp_path):
     torch.save({"weights": torch.zeros(1)}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="not a transformer-course checkpoint"):
         load_checkpoint(tmp_path / "other.pt")
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(ckpt.CheckpointError, match="missing.pt: no checkpoint there"):
         load_checkpoint(tmp_path / "missing.pt")
 
 

@@ -5,17 +5,16 @@ tampered file is never used; the course's tests exercise it with `file://` URLs.
 """
 from __future__ import annotations
 
-import hashlib
 import os
-import tempfile
 import urllib.request
 from pathlib import Path
 
 import numpy as np
 
-from .tasks import ParallelData
+from ..utils import atomic_write, sha256_file
+from .tasks import ParallelData, _check_sizes, default_split_sizes
 
-__all__ = ["CorpusError", "sha256sum", "download", "read_tsv_pairs", "load_tsv_corpus", "read_parallel_files",
+__all__ = ["CorpusError", "download", "read_tsv_pairs", "load_tsv_corpus", "read_parallel_files",
            "load_multi30k", "split_pairs", "MULTI30K_URLS"]
 
 # Multi30k (Elliott et al. 2016), task 1: one sentence per line, files {split}.{lang}.gz.
@@ -30,15 +29,6 @@ class CorpusError(ValueError):
     """A corpus file that cannot be used (empty, malformed line, bad checksum); the message says where."""
 
 
-def sha256sum(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    """Hex SHA-256 of a file, read in chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(chunk), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def download(url: str, dest: str | os.PathLike, sha256: str | None = None, timeout: float = 60.0) -> Path:
     """Fetch `url` to `dest` (skipped when `dest` exists with the right hash); verify `sha256` if given.
 
@@ -46,26 +36,19 @@ def download(url: str, dest: str | os.PathLike, sha256: str | None = None, timeo
     an interrupted download never leaves a half file at `dest`.
     """
     dest = Path(dest)
-    if dest.exists() and (sha256 is None or sha256sum(dest) == sha256.lower()):
+    if dest.exists() and (sha256 is None or sha256_file(dest) == sha256.lower()):
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=dest.name + ".", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as response:
+    def fetch(tmp: str) -> None:
+        with open(tmp, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as response:
             while block := response.read(1 << 20):
                 out.write(block)
         if sha256 is not None:
-            got = sha256sum(tmp)
+            got = sha256_file(tmp)
             if got != sha256.lower():
                 raise CorpusError(f"download: {url} has sha256 {got}, expected {sha256.lower()}; "
                                   "the file changed or the transfer was corrupted (nothing was saved)")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)                    # mkstemp makes 0600 files
-        os.replace(tmp, dest)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+
+    atomic_write(dest, fetch)
     return dest
 
 
@@ -110,6 +93,7 @@ def split_pairs(pairs: list[tuple[str, str]], n_val: int, n_test: int, seed: int
                 by_source: bool = True) -> tuple[list, list, list]:
     """Shuffle and split into train/val/test; with `by_source`, all pairs sharing a source sentence land
     in the same split (Tatoeba has many translations of "Go."), so test sources are never trained on."""
+    _check_sizes(n_val=n_val, n_test=n_test)
     keys = sorted({src for src, _ in pairs}) if by_source else list(range(len(pairs)))
     order = np.random.default_rng(seed).permutation(len(keys))
     if n_val + n_test >= len(keys):
@@ -124,17 +108,23 @@ def split_pairs(pairs: list[tuple[str, str]], n_val: int, n_test: int, seed: int
     return out
 
 
-def load_tsv_corpus(path: str | os.PathLike, n_val: int = 1000, n_test: int = 1000, seed: int = 0,
+def load_tsv_corpus(path: str | os.PathLike, n_val: int | None = None, n_test: int | None = None, seed: int = 0,
                     src_col: int = 0, tgt_col: int = 1, tokenizer: str = "word",
                     max_tokens: int | None = None) -> ParallelData:
     """A Tatoeba/Anki TSV file as a `ParallelData`, split by source sentence (see `split_pairs`).
 
-    `max_tokens` drops pairs whose source or target is longer (in whitespace words) — the usual way to keep
-    a CPU run short.
+    `n_val` and `n_test` count distinct source sentences; by default 5% and 10% of them (at most 500 and 1000,
+    at least 1 each), so a corpus of any size splits. `max_tokens` drops pairs whose source or target is longer
+    (in whitespace words) — the usual way to keep a CPU run short.
     """
     pairs = read_tsv_pairs(path, src_col, tgt_col)
     if max_tokens is not None:
         pairs = [p for p in pairs if max(len(p[0].split()), len(p[1].split())) <= max_tokens]
+        if not pairs:
+            raise CorpusError(f"{path}: no pair has at most max_tokens={max_tokens} words on both sides")
+    default_val, default_test = default_split_sizes(len({src for src, _ in pairs}))
+    n_val = default_val if n_val is None else n_val
+    n_test = default_test if n_test is None else n_test
     train, val, test = split_pairs(pairs, n_val, n_test, seed)
     return ParallelData(train, val, test, src_tokenizer=tokenizer, tgt_tokenizer=tokenizer,
                         name=Path(path).stem,

@@ -13,7 +13,7 @@ import numpy as np
 from .vocab import Vocab
 
 __all__ = ["ParallelData", "TASKS", "make_task", "copy_task", "reverse_task", "sort_task",
-           "number_translation", "number_to_words", "NUMBER_LANGUAGES"]
+           "number_translation", "number_to_words", "NUMBER_LANGUAGES", "default_split_sizes"]
 
 Pairs = list[tuple[str, str]]
 NUMBER_LANGUAGES = ("en", "fr", "de", "es", "digits")
@@ -40,6 +40,11 @@ class ParallelData:
         if name not in ("train", "val", "test"):
             raise ValueError(f"split: expected 'train', 'val' or 'test', got {name!r}")
         return getattr(self, name)
+
+
+def default_split_sizes(total: int) -> tuple[int, int]:
+    """(n_val, n_test) for `total` distinct items: 5% (at most 500) and 10% (at most 1000), each at least 1."""
+    return min(500, max(1, total // 20)), min(1000, max(1, total // 10))
 
 
 def _check_sizes(**sizes: int) -> None:
@@ -133,8 +138,9 @@ def number_translation(src_lang: str = "en", tgt_lang: str = "fr", max_number: i
         raise ValueError(f"src_lang/tgt_lang: expected two different languages, got {src_lang!r} twice")
     _check_sizes(min_number=min_number, max_number=max_number)
     total = max_number - min_number + 1
-    n_test = min(1000, max(1, total // 10)) if n_test is None else n_test
-    n_val = min(500, max(1, total // 20)) if n_val is None else n_val
+    default_val, default_test = default_split_sizes(total)
+    n_val = default_val if n_val is None else n_val
+    n_test = default_test if n_test is None else n_test
     _check_sizes(n_val=n_val, n_test=n_test)
     if total < 1 or n_val + n_test >= total:
         raise ValueError(f"max_number: the range {min_number}..{max_number} holds {max(total, 0)} numbers, "

@@ -12,7 +12,10 @@ import json
 import os
 import re
 from collections import Counter
+from pathlib import Path
 from typing import Iterable, Sequence
+
+from ..utils import atomic_write_text
 
 __all__ = ["PAD", "BOS", "EOS", "UNK", "SPECIALS", "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID",
            "CharTokenizer", "WordTokenizer", "get_tokenizer", "Vocab"]
@@ -149,19 +152,26 @@ class Vocab:
         if not isinstance(values, dict) or "tokens" not in values or "tokenizer" not in values:
             raise ValueError(f"vocabulary: expected a dict with keys 'tokenizer' and 'tokens', got {values!r:.80}")
         tokens = values["tokens"]
+        if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+            raise ValueError("vocabulary: expected 'tokens' to be a list of strings")
         if tuple(tokens[:4]) != SPECIALS:
             raise ValueError(f"vocabulary: expected the first four tokens to be {SPECIALS}, got {tuple(tokens[:4])}")
         return cls(tokens, tokenizer=values["tokenizer"])
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the vocabulary as JSON (UTF-8, one readable file)."""
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, ensure_ascii=False, indent=1)
+        """Write the vocabulary as JSON (UTF-8, one readable file), atomically: a reader never sees half a file."""
+        atomic_write_text(path, json.dumps(self.to_dict(), ensure_ascii=False, indent=1) + "\n")
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Vocab":
-        with open(path, encoding="utf-8") as f:
-            return cls.from_dict(json.load(f))
+        """A vocabulary saved by `save`; a missing, unreadable or malformed file raises an error naming it."""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"path: no vocabulary file at {path}")
+        try:
+            return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as err:
+            raise ValueError(f"{path}: not a vocabulary file ({err})") from None
 
     def diff(self, other: "Vocab") -> str | None:
         """None when equal, else one line describing the first difference (for error messages)."""

@@ -6,11 +6,11 @@ AssertionError, so it shows as a failure in the notebook) with the hint when it 
 """
 from __future__ import annotations
 
-import numpy as np
-
 import functools
 
-__all__ = ["ExerciseError", "as_numpy", "compare_arrays", "passed", "exercise_check"]
+import numpy as np
+
+__all__ = ["ExerciseError", "as_numpy", "call_learner", "compare_arrays", "passed", "exercise_check"]
 
 
 class ExerciseError(AssertionError):
@@ -27,6 +27,44 @@ def as_numpy(value, name: str) -> np.ndarray:
         return np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as err:
         raise ExerciseError(f"{name} should be an array of numbers, got {type(value).__name__}") from err
+
+
+def _hint_for(err: Exception, n_args: int, kwargs: dict) -> str:
+    """The likeliest cause of a crash inside a learner's function, in one sentence."""
+    text = str(err)
+    if isinstance(err, TypeError) and "not callable" in text:
+        return "Something that holds an array or a number is called like a function: a variable named like a function?"
+    if isinstance(err, TypeError) and ("argument" in text or "parameter" in text):
+        extra = f" and the keyword argument(s) {', '.join(kwargs)}" if kwargs else ""
+        return (f"The check calls your function with {n_args} positional argument(s){extra}: compare with your "
+                "function's parameters (the check's docstring gives the expected signature).")
+    if isinstance(err, AttributeError) and ("'list'" in text or "'tuple'" in text):
+        return "A Python list or tuple is used where a NumPy array is needed: wrap it with np.asarray(...)."
+    if isinstance(err, (ValueError, TypeError)) and any(w in text for w in ("shape", "broadcast", "matmul", "align")):
+        return ("The shapes of two arrays do not fit together: print the .shape of each array in your function "
+                "and compare with the shapes in the check's docstring.")
+    if isinstance(err, IndexError) or type(err).__name__ == "AxisError":
+        return "An axis or an index is out of range: which axis holds what? (the docstring gives the shapes)."
+    return "The traceback above points to the line in your function."
+
+
+def call_learner(fn, *args, **kwargs):
+    """Call the learner's function on copies of the array inputs (an in-place edit cannot spoil the reference).
+
+    Any crash inside it becomes an ExerciseError that names the error and its likeliest cause; the original
+    traceback stays attached, so the notebook still shows the line that failed. NotImplementedError (the
+    stub of an exercise not attempted yet) passes through to `exercise_check`.
+    """
+    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    kw_copies = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+    try:
+        return fn(*copies, **kw_copies)
+    except (NotImplementedError, ExerciseError):
+        raise
+    except Exception as err:
+        name = getattr(fn, "__name__", "your function")
+        raise ExerciseError(f"{name}(...) raised {type(err).__name__}: {err}. "
+                            f"{_hint_for(err, len(args), kwargs)}") from err
 
 
 def compare_arrays(got, expected, name: str = "your answer", atol: float = 1e-6, rtol: float = 1e-5,
@@ -80,9 +118,14 @@ def exercise_check(check):
     Returns True when the answer is right, False when it was not attempted; raises ExerciseError otherwise.
     """
     @functools.wraps(check)
-    def wrapper(*args, **kwargs):
+    def wrapper(fn=None, *args, **kwargs):
+        if not callable(fn):
+            what = type(fn).__name__
+            result = " (its result?)" if fn is not None and not isinstance(fn, str) else ""
+            raise ExerciseError(f"{check.__name__} expects your function itself, as in {check.__name__}(my_function); "
+                                f"got a {what}{result}. Pass the function's name, without calling it.")
         try:
-            check(*args, **kwargs)
+            check(fn, *args, **kwargs)
         except NotImplementedError:
             print(f"… {check.__name__}: not attempted yet. Replace `raise NotImplementedError` with your "
                   "code and run this cell again.")

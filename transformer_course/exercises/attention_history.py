@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ._feedback import ExerciseError, as_numpy, compare_arrays, exercise_check, passed
+from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed
 
 __all__ = ["check_rnn_encoder", "check_layer_complexity", "LAYER_KINDS"]
 
@@ -55,7 +55,7 @@ def check_rnn_encoder(fn) -> None:
     """fn(x (S, E), W_xh (E, D), W_hh (D, D), b_h (D,)) must return every hidden state, shape (S, D)."""
     for label, (x, W_xh, W_hh, b_h) in _example_inputs():
         S, D = x.shape[0], W_hh.shape[0]
-        got = fn(x.copy(), W_xh.copy(), W_hh.copy(), b_h.copy())
+        got = call_learner(fn, x, W_xh, W_hh, b_h)
         got = as_numpy(got, "the states")
         expected = _rnn_states(x, W_xh, W_hh, b_h)
         if got.shape == (D,):
@@ -133,7 +133,7 @@ def check_layer_complexity(fn) -> None:
     cases = [(10, 64, 3), (100, 512, 3), (256, 32, 4)]
     for kind in LAYER_KINDS:
         for n, d, k in cases:
-            result = fn(kind, n, d, k)
+            result = call_learner(fn, kind, n, d, k)
             if not isinstance(result, (tuple, list)) or len(result) != 3:
                 raise ExerciseError(f"fn({kind!r}, n={n}, d={d}, k={k}) returned {result!r}; it should return "
                                     "three numbers: (operations per layer, sequential operations, maximum path "

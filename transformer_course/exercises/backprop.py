@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._feedback import ExerciseError, as_numpy, compare_arrays, exercise_check, passed
+from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed
 
 __all__ = ["check_softmax_backward", "check_layernorm_backward"]
 
@@ -50,10 +50,6 @@ def _layernorm_backward(dout, x, gamma, eps=1e-5, axis=-1, mean_term=True, var_t
     return out * rstd if use_rstd else out
 
 
-def _call(fn, *args, **kwargs):
-    """Call the learner's function on copies of the inputs (so an in-place edit cannot spoil the reference)."""
-    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    return fn(*copies, **kwargs)
 
 
 def _explain_rows(got, name, other=None, other_name="", why=""):
@@ -88,7 +84,7 @@ def check_softmax_backward(fn):
     B, T, V = 2, 3, 5                                    # T != V, so a wrong axis gives a wrong answer
     y = _softmax(rng.normal(size=(B, T, V)) * 1.5)      # (B, T, V)
     dout = rng.normal(size=(B, T, V))                   # (B, T, V)
-    got = _call(fn, dout, y)
+    got = call_learner(fn, dout, y)
     expected = _softmax_backward(dout, y)
     got_arr = as_numpy(got, "dx")
     if got_arr.shape == (B, T, V) and not np.allclose(got_arr, expected, atol=1e-8):
@@ -133,7 +129,7 @@ def check_layernorm_backward(fn):
     gamma = rng.uniform(0.5, 1.5, size=D)               # (D,): not 1, so forgetting it is visible
     dout = rng.normal(size=(B, T, D))                   # (B, T, D)
     eps = 1e-5
-    got = _call(fn, dout, x, gamma, eps=eps)
+    got = call_learner(fn, dout, x, gamma, eps=eps)
     expected = _layernorm_backward(dout, x, gamma, eps)
     got_arr = as_numpy(got, "dx")
     if got_arr.shape == (B, T, D) and not np.allclose(got_arr, expected, atol=1e-8):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._feedback import ExerciseError, as_numpy, compare_arrays, exercise_check, passed
+from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed
 
 __all__ = ["check_additive_attention"]
 
@@ -54,9 +54,6 @@ def _inputs():
     return s_prev, H, W_a, U_a, v_a
 
 
-def _call(fn, *args):
-    """Call the learner's function on copies of the inputs (so an in-place edit cannot spoil the reference)."""
-    return fn(*[a.copy() for a in args])
 
 
 def _unpack(result):
@@ -81,7 +78,7 @@ def check_additive_attention(fn):
     """
     s_prev, H, W_a, U_a, v_a = _inputs()
     T, S = s_prev.shape[0], H.shape[0]
-    e, alpha, c = _unpack(_call(fn, s_prev, H, W_a, U_a, v_a))
+    e, alpha, c = _unpack(call_learner(fn, s_prev, H, W_a, U_a, v_a))
     exp_e, exp_alpha, exp_c = _reference(s_prev, H, W_a, U_a, v_a)
 
     # 1. the scores

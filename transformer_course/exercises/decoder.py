@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._feedback import ExerciseError, compare_arrays, exercise_check, passed
+from ._feedback import ExerciseError, call_learner, compare_arrays, exercise_check, passed
 
 __all__ = ["check_greedy_decode", "check_beam_score", "toy_next_logits"]
 
@@ -64,7 +64,7 @@ def check_greedy_decode(fn):
     cases = [("a sequence that ends with EOS", lambda p: toy_next_logits(p, stop_at=4), 10),
              ("a sequence cut off at max_len", lambda p: toy_next_logits(p, stop_at=99), 6)]
     for what, model, max_len in cases:
-        got = fn(model, BOS, EOS, max_len)
+        got = call_learner(fn, model, BOS, EOS, max_len)
         if got is None:
             raise ExerciseError("your function returned None: did it forget to `return` the list of tokens?")
         got = [int(t) for t in (got.tolist() if hasattr(got, "tolist") else got)]
@@ -116,7 +116,7 @@ def check_beam_score(fn):
     log_prob = np.array([-1.2, -3.5, -0.4, -7.0, -2.2])
     length = np.array([3, 8, 1, 20, 5])
     for alpha in (0.6, 1.0):
-        got = fn(log_prob.copy(), length.copy(), alpha)
+        got = call_learner(fn, log_prob, length, alpha)
         expected = _score(log_prob, length, alpha)
         hints = [
             (log_prob * ((5.0 + length) / 6.0) ** alpha, "the penalty was multiplied; DIVIDE the log "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._feedback import ExerciseError, as_numpy, compare_arrays, exercise_check, passed
+from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed
 
 __all__ = ["check_layer_norm", "check_feed_forward"]
 
@@ -44,10 +44,6 @@ def _feed_forward(x, W_1, b_1, W_2, b_2, relu_inside=True, relu_outside=False, b
     return _relu(out) if relu_outside else out
 
 
-def _call(fn, *args, **kwargs):
-    """Call the learner's function on copies of the inputs (an in-place edit cannot spoil the reference)."""
-    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    return fn(*copies, **kwargs)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -66,7 +62,7 @@ def check_layer_norm(fn):
     gamma = rng.uniform(0.5, 1.5, size=D)
     beta = rng.normal(scale=0.3, size=D)
     eps = 1e-5
-    got = as_numpy(_call(fn, x, gamma, beta, eps=eps), "fn(x, gamma, beta, eps)")
+    got = as_numpy(call_learner(fn, x, gamma, beta, eps=eps), "fn(x, gamma, beta, eps)")
     expected = _layer_norm(x, gamma, beta, eps)
     hints = [
         (_layer_norm(x, gamma, beta, eps, axis=0), "the statistics were taken over axis 0 (the batch): "
@@ -114,7 +110,7 @@ def check_feed_forward(fn):
     W_2 = rng.normal(scale=0.5, size=(F, D))
     b_2 = rng.normal(scale=0.5, size=D)
     try:
-        result = _call(fn, x, W_1, b_1, W_2, b_2)
+        result = call_learner(fn, x, W_1, b_1, W_2, b_2)
     except ValueError as err:
         raise ExerciseError(f"your function raised ValueError: {err}. Shapes: x (B, T, D) = {x.shape}, "
                             f"W_1 (D, F) = {W_1.shape}, W_2 (F, D) = {W_2.shape}; vectors are rows, so the "

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ._feedback import ExerciseError, as_numpy, compare_arrays, exercise_check, passed
+from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed
 
 __all__ = ["check_scaled_dot_product_attention", "check_masked_softmax"]
 
@@ -60,10 +60,6 @@ def _attention(q, k, v, mask=None, scale=None, axis=-1, use_mask=True, invert_ma
 # ----------------------------------------------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------------------------------------------
-def _call(fn, *args):
-    """Call the learner's function on copies of the inputs (so an in-place edit cannot spoil the reference)."""
-    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    return fn(*copies)
 
 
 def _split_out_weights(result, what):
@@ -107,7 +103,7 @@ def check_scaled_dot_product_attention(fn):
     v = rng.normal(size=(B, Tk, Dv))
 
     # 1. no mask
-    out, weights = _split_out_weights(_call(fn, q, k, v), "fn(q, k, v)")
+    out, weights = _split_out_weights(call_learner(fn, q, k, v), "fn(q, k, v)")
     expected_out, expected_w = _attention(q, k, v)
     hints = [
         (_attention(q, k, v, scale=1.0)[1], "the scores were not scaled: divide q @ k^T by sqrt(d_k) "
@@ -125,7 +121,7 @@ def check_scaled_dot_product_attention(fn):
     # 2. a padding mask (B, 1, Tk): the second sentence has only two real keys
     mask = np.ones((B, 1, Tk), dtype=bool)
     mask[1, 0, 2:] = False
-    out, weights = _split_out_weights(_call(fn, q, k, v, mask), "fn(q, k, v, mask)")
+    out, weights = _split_out_weights(call_learner(fn, q, k, v, mask), "fn(q, k, v, mask)")
     expected_out, expected_w = _attention(q, k, v, mask)
     _no_nan(weights, "weights (padding mask)")
     hints = [
@@ -141,7 +137,7 @@ def check_scaled_dot_product_attention(fn):
     mask = np.ones((B, Tq, Tk), dtype=bool)
     mask[0, 1, :] = False
     mask[1, :, 3] = False
-    out, weights = _split_out_weights(_call(fn, q, k, v, mask), "fn(q, k, v, mask)")
+    out, weights = _split_out_weights(call_learner(fn, q, k, v, mask), "fn(q, k, v, mask)")
     expected_out, expected_w = _attention(q, k, v, mask)
     fully_masked = ~mask.any(axis=-1)
     _no_nan(weights, "weights (fully masked row)", fully_masked)
@@ -170,7 +166,7 @@ def check_masked_softmax(fn):
     # 1. a padding mask (B, 1, Tk)
     mask = np.ones((B, 1, Tk), dtype=bool)
     mask[0, 0, 3:] = False
-    got = as_numpy(_call(fn, scores, mask), "weights")
+    got = as_numpy(call_learner(fn, scores, mask), "weights")
     expected = _masked_softmax(scores, mask)
     if got.shape != expected.shape:
         compare_arrays(got, expected, "weights")
@@ -187,7 +183,7 @@ def check_masked_softmax(fn):
     mask = np.ones((B, Tq, Tk), dtype=bool)
     mask[1, 0, :] = False
     mask[0, 2, 1] = False
-    got = as_numpy(_call(fn, scores, mask), "weights")
+    got = as_numpy(call_learner(fn, scores, mask), "weights")
     expected = _masked_softmax(scores, mask)
     _no_nan(got, "weights (fully masked row)", ~mask.any(axis=-1))
     compare_arrays(got, expected, "weights (fully masked row)", hints=[

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ._feedback import ExerciseError, as_numpy, compare_arrays, exercise_check, passed
+from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed
 
 __all__ = ["check_split_heads", "check_merge_heads", "check_multi_head_attention"]
 
@@ -46,9 +46,6 @@ def _mha(x, params, H, scale_width=None, use_W_o=True, split=_split, merge=_merg
     return heads @ params["W_o"] + params["b_o"] if use_W_o else heads
 
 
-def _call(fn, *args):
-    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    return fn(*copies)
 
 
 def _inputs(seed=5, B=2, T=3, D=8):
@@ -64,7 +61,7 @@ def check_split_heads(fn):
     B, T, D, H = 2, 3, 8, 4
     Dh = D // H
     x = _inputs(B=B, T=T, D=D)
-    got = as_numpy(_call(fn, x, H), "fn(x, n_heads)")
+    got = as_numpy(call_learner(fn, x, H), "fn(x, n_heads)")
     expected = _split(x, H)
     if got.shape == (B, T, H, Dh):
         raise ExerciseError(f"fn(x, n_heads) has shape {got.shape} = (B, T, H, Dh): the reshape is right, but the "
@@ -84,7 +81,7 @@ def check_split_heads(fn):
     ])
     # a second call with other sizes, so that hard-coded numbers are caught
     x2 = _inputs(seed=6, B=1, T=5, D=6)
-    compare_arrays(as_numpy(_call(fn, x2, 3), "fn(x2, 3)"), _split(x2, 3), "fn(x2, 3) (B=1, T=5, D=6, H=3)")
+    compare_arrays(as_numpy(call_learner(fn, x2, 3), "fn(x2, 3)"), _split(x2, 3), "fn(x2, 3) (B=1, T=5, D=6, H=3)")
     passed("(B, T, D) -> (B, T, H, Dh) -> (B, H, T, Dh), each head a contiguous block of Dh columns.")
 
 
@@ -93,7 +90,7 @@ def check_merge_heads(fn):
     """Check `fn(x) -> (B, T, H*Dh)` for x of shape (B, H, T, Dh): the exact inverse of splitting the heads."""
     B, H, T, Dh = 2, 4, 3, 2
     x = np.random.default_rng(7).normal(size=(B, H, T, Dh))
-    got = as_numpy(_call(fn, x), "fn(x)")
+    got = as_numpy(call_learner(fn, x), "fn(x)")
     expected = _merge(x)
     compare_arrays(got, expected, "fn(x)", hints=[
         (x.reshape(B, T, H * Dh), "the shape is right but positions are mixed: a reshape alone reads the heads' "
@@ -119,7 +116,7 @@ def check_multi_head_attention(fn):
     for name in ("q", "k", "v", "o"):
         params[f"W_{name}"] = rng.normal(size=(D, D)) / math.sqrt(D)
         params[f"b_{name}"] = rng.normal(size=D) * 0.1
-    got = as_numpy(_call(fn, x, {k: v.copy() for k, v in params.items()}, H), "fn(x, params, n_heads)")
+    got = as_numpy(call_learner(fn, x, {k: v.copy() for k, v in params.items()}, H), "fn(x, params, n_heads)")
     expected = _mha(x, params, H)
     compare_arrays(got, expected, "out", hints=[
         (_mha(x, params, H, use_W_o=False), "the heads were concatenated but not mixed: finish with the output "

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ._feedback import ExerciseError, as_numpy, compare_arrays, exercise_check, passed
+from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed
 
 __all__ = ["check_self_attention", "check_causal_mask"]
 
@@ -42,10 +42,6 @@ def _causal(T):
     return np.tril(np.ones((T, T), dtype=bool))          # (T, T): True on and below the diagonal
 
 
-def _call(fn, *args, **kwargs):
-    """Call the learner's function on copies of the inputs (so an in-place edit cannot spoil the reference)."""
-    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    return fn(*copies, **kwargs)
 
 
 def _split_out_weights(result, what):
@@ -73,7 +69,7 @@ def check_self_attention(fn):
     W_v = rng.normal(size=(D, Dv))
 
     # 1. no mask
-    out, weights = _split_out_weights(_call(fn, x, W_q, W_k, W_v), "fn(x, W_q, W_k, W_v)")
+    out, weights = _split_out_weights(call_learner(fn, x, W_q, W_k, W_v), "fn(x, W_q, W_k, W_v)")
     expected_out, expected_w = _self_attention(x, W_q, W_k, W_v)
     hints = [
         (_self_attention(x, W_q, W_k, W_v, scale=1.0)[1],
@@ -95,7 +91,7 @@ def check_self_attention(fn):
 
     # 2. a causal mask: position t may only look at positions 0..t
     mask = _causal(T)
-    out, weights = _split_out_weights(_call(fn, x, W_q, W_k, W_v, mask=mask), "fn(x, W_q, W_k, W_v, mask=mask)")
+    out, weights = _split_out_weights(call_learner(fn, x, W_q, W_k, W_v, mask=mask), "fn(x, W_q, W_k, W_v, mask=mask)")
     expected_out, expected_w = _self_attention(x, W_q, W_k, W_v, mask)
     if np.isnan(weights).any():
         raise ExerciseError("weights (causal mask) contain NaN: with the causal mask every row keeps its diagonal, "
@@ -112,7 +108,7 @@ def check_self_attention(fn):
 def check_causal_mask(fn):
     """Check `fn(T) -> mask`: a bool (T, T) array, True where query t may attend to key s (s <= t)."""
     for T in (4, 1, 7):
-        got = fn(T)
+        got = call_learner(fn, T)
         got = np.asarray(got.detach().cpu().numpy() if hasattr(got, "detach") else got)
         if got.ndim == 3 and got.shape[0] == 1:
             got = got[0]                                 # (1, T, T) is fine too: the package's layout

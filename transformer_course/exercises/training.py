@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ._feedback import ExerciseError, as_numpy, compare_arrays, exercise_check, passed
+from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed
 
 __all__ = ["check_noam_lr", "check_label_smoothing_targets", "noam_hints", "label_smoothing_hints"]
 
@@ -70,20 +70,21 @@ def noam_hints() -> list[tuple[np.ndarray, str]]:
 def check_noam_lr(fn) -> None:
     """fn(step, d_model, warmup) -> the paper's learning rate, checked on two settings and 14 steps."""
     try:
-        got = np.array([[fn(s, d, w) for s in _STEPS] for d, w in _SCHEDULE_CASES], dtype=np.float64)
-    except ZeroDivisionError as err:
-        raise ExerciseError(f"your function divided by zero ({err}). Steps count from 1, so step^-0.5 is "
-                            "defined; did you subtract 1 from the step, or use warmup - step?") from err
-    except TypeError as err:
-        if "NotImplemented" in str(err):
-            raise
-        raise ExerciseError(f"calling fn(step, d_model, warmup) with ints failed: {err}. It should take "
-                            "three numbers and return one float.") from err
+        got = _table(lambda s, d, w: call_learner(fn, s, d, w))
+    except ExerciseError as err:
+        if isinstance(err.__cause__, ZeroDivisionError):
+            raise ExerciseError(f"your function divided by zero ({err.__cause__}). Steps count from 1, so "
+                                "step^-0.5 is defined; did you subtract 1 from the step, or use warmup - step?"
+                                ) from err.__cause__
+        raise
+    except (TypeError, ValueError) as err:           # it returned something that is not one number
+        raise ExerciseError(f"fn(step, d_model, warmup) should return one number (a float); converting its "
+                            f"results to an array failed: {err}") from err
     got = as_numpy(got, "your learning rates")
     expected = _table(_noam)
     compare_arrays(got, expected, "your learning rates (rows: (d_model, warmup) = (512, 4000), (128, 200); "
                    f"columns: steps {_STEPS})", rtol=1e-6, atol=0.0, hints=noam_hints())
-    peak = fn(4000, 512, 4000)
+    peak = float(call_learner(fn, 4000, 512, 4000))
     passed(f"the schedule rises to {peak:.3g} at step 4000 for d_model = 512 and then decays as 1/sqrt(step).")
 
 
@@ -137,7 +138,7 @@ def label_smoothing_hints(targets=_LS_TARGETS, V=_LS_V, eps=_LS_EPS, pad_id=_LS_
 def check_label_smoothing_targets(fn) -> None:
     """fn(targets (B, T) ints, vocab_size V, eps, pad_id) -> q (B, T, V), the smoothed target distribution."""
     targets = _LS_TARGETS.copy()
-    got = fn(targets, _LS_V, _LS_EPS, _LS_PAD)
+    got = call_learner(fn, targets, _LS_V, _LS_EPS, _LS_PAD)
     got = as_numpy(got, "q")
     expected = _smoothed(_LS_TARGETS, _LS_V, _LS_EPS, _LS_PAD)
     compare_arrays(got, expected, "q (B, T, V)", hints=label_smoothing_hints())

@@ -12,28 +12,36 @@
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+import pickle
 import random
-import tempfile
+import zipfile
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
 
 from ..config import ModelConfig, TrainConfig
 from ..data.vocab import Vocab
+from ..utils import atomic_write, atomic_write_text, sha256_file
 
-__all__ = ["FORMAT", "unwrap_model", "atomic_write", "atomic_save", "get_rng_state", "set_rng_state",
-           "save_checkpoint", "load_checkpoint", "check_vocabs", "build_model", "model_from_checkpoint",
-           "average_state_dicts", "average_checkpoints", "export_pretrained", "load_pretrained",
-           "pretrained_dir", "PRETRAINED"]
+__all__ = ["FORMAT", "PRETRAINED_FORMAT", "CheckpointError", "unwrap_model", "atomic_save", "get_rng_state",
+           "set_rng_state", "save_checkpoint", "load_checkpoint", "check_vocabs", "build_model",
+           "model_from_checkpoint", "average_state_dicts", "average_checkpoints", "export_pretrained",
+           "load_pretrained", "pretrained_dir", "pretrained_names"]
 
 FORMAT = "transformer-course-checkpoint/1"
-PRETRAINED = ("numbers-en-fr",)
+PRETRAINED_FORMAT = "transformer-course-pretrained/1"
+# what a training checkpoint must hold for a model to be rebuilt from it
+_REQUIRED = ("model", "model_config", "src_vocab", "tgt_vocab")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used: missing, empty, truncated, not ours, of an unknown format version,
+    or not matching the model or data it is used with. The message names the file and the problem."""
 
 
 def unwrap_model(model: torch.nn.Module) -> torch.nn.Module:
@@ -45,30 +53,6 @@ def unwrap_model(model: torch.nn.Module) -> torch.nn.Module:
             model = model.module
         else:
             return model
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
-    """Call `write(tmp_path)`, then atomically rename the temporary file to `path`.
-
-    If `write` raises (or the process dies) `path` keeps its previous content and the temporary file is
-    removed (or, after a hard kill, left as an obviously named `.tmp` file, never as `path`).
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)                # mkstemp makes 0600 files; give the usual permissions
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return path
 
 
 def atomic_save(obj: Any, path: str | os.PathLike) -> Path:
@@ -124,31 +108,58 @@ def save_checkpoint(path: str | os.PathLike, model: torch.nn.Module, *, optimize
     return atomic_save(checkpoint, path)
 
 
+def _check_format(path: Path, found, expected: str) -> None:
+    """CheckpointError unless `found` (the file's "format" entry) is `expected` ("name/version")."""
+    name, _, version = expected.rpartition("/")
+    if isinstance(found, str) and found.startswith(name + "/") and found != expected:
+        raise CheckpointError(f"{path}: format version {found.rpartition('/')[2]!r}, but this transformer-course "
+                              f"reads version {version!r}; use the version of the package that wrote it")
+    if found != expected:
+        raise CheckpointError(f"{path}: not a transformer-course checkpoint (expected format {expected!r}, "
+                              f"got {found!r})")
+
+
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
-    """A checkpoint written by `save_checkpoint`, read with `weights_only=True` (no code can run)."""
+    """A checkpoint written by `save_checkpoint`, read with `weights_only=True` (no code can run).
+
+    Every way a file can be unusable raises `CheckpointError` naming it: missing, empty, truncated or not a
+    torch file, holding objects other than tensors and plain containers, or of another format (version).
+    """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"path: no checkpoint at {path}")
-    checkpoint = torch.load(path, map_location=map_location, weights_only=True)
+        raise CheckpointError(f"{path}: no checkpoint there" + (" (it is a folder)" if path.is_dir() else ""))
+    if path.stat().st_size == 0:
+        raise CheckpointError(f"{path}: the file is empty (0 bytes); was its write interrupted?")
+    try:
+        checkpoint = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as err:
+        # a pickle naming a class or function is refused; anything else is not a pickle torch wrote
+        lines = [line.strip() for line in str(err).splitlines() if "Unsupported global" in line]
+        if not lines:
+            raise CheckpointError(f"{path}: truncated or not a torch checkpoint (not a pickle torch wrote)") from None
+        raise CheckpointError(f"{path}: refused to load it: it holds objects other than tensors and plain "
+                              f"containers, and loading never runs code ({lines[0][:160]})") from None
+    except (RuntimeError, OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile) as err:
+        raise CheckpointError(f"{path}: truncated or not a torch checkpoint ({type(err).__name__}: "
+                              f"{str(err).splitlines()[0][:120] if str(err) else 'no detail'})") from None
     found = checkpoint.get("format") if isinstance(checkpoint, dict) else type(checkpoint).__name__
-    if found != FORMAT:
-        raise ValueError(f"{path}: not a transformer-course checkpoint (expected format {FORMAT!r}, got {found!r})")
+    _check_format(path, found, FORMAT)
     return checkpoint
 
 
 def check_vocabs(checkpoint: dict, src_vocab: Vocab | None, tgt_vocab: Vocab | None,
                  where: str = "checkpoint") -> None:
-    """Raise a clear ValueError when the data's vocabularies differ from those the checkpoint was trained on."""
+    """Raise CheckpointError when the data's vocabularies differ from those the checkpoint was trained on."""
     for side, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
         if vocab is None or checkpoint.get(side) is None:
             continue
         saved = Vocab.from_dict(checkpoint[side])
         difference = saved.diff(vocab)
         if difference is not None:
-            raise ValueError(f"{side}: the {where} was trained with a different vocabulary than the data's "
-                             f"({difference}); token ids would mean different words. Build the data with the "
-                             "checkpoint's vocabularies (Vocab.from_dict(checkpoint['src_vocab'])) or start a "
-                             "new run")
+            raise CheckpointError(f"{side}: the {where} was trained with a different vocabulary than the data's "
+                                  f"({difference}); token ids would mean different words. Build the data with the "
+                                  "checkpoint's vocabularies (Vocab.from_dict(checkpoint['src_vocab'])) or start "
+                                  "a new run")
 
 
 def build_model(model_config: ModelConfig | dict) -> torch.nn.Module:
@@ -156,16 +167,41 @@ def build_model(model_config: ModelConfig | dict) -> torch.nn.Module:
     from ..torch.transformer import Transformer
     if isinstance(model_config, dict):
         model_config = ModelConfig.from_dict(model_config)
+    if not isinstance(model_config, ModelConfig):
+        raise TypeError(f"model_config: expected a ModelConfig or its dict, got {type(model_config).__name__}")
     return Transformer(model_config)
+
+
+def _rebuild(path: Path, model_config, load_weights) -> torch.nn.Module:
+    """A model built from a stored config, its weights loaded; any mismatch is a CheckpointError naming `path`."""
+    try:
+        model = build_model(model_config)
+    except (TypeError, ValueError) as err:
+        raise CheckpointError(f"{path}: its model config cannot be used ({err})") from None
+    try:
+        load_weights(model)
+    except CheckpointError:
+        raise
+    except (RuntimeError, KeyError, ValueError, OSError) as err:
+        detail = " ".join(str(err).split())[:240]
+        raise CheckpointError(f"{path}: its weights do not match its model config ({detail})") from None
+    return model
 
 
 def model_from_checkpoint(path: str | os.PathLike, device: str | torch.device = "cpu"):
     """(model in eval mode, src_vocab, tgt_vocab, checkpoint dict) from a training checkpoint."""
+    path = Path(path)
     checkpoint = load_checkpoint(path)
-    model = build_model(checkpoint["model_config"])
-    model.load_state_dict(checkpoint["model"])
+    missing = [key for key in _REQUIRED if checkpoint.get(key) is None]
+    if missing:
+        raise CheckpointError(f"{path}: the checkpoint lacks {', '.join(missing)}; it cannot rebuild a model")
+    model = _rebuild(path, checkpoint["model_config"], lambda m: m.load_state_dict(checkpoint["model"]))
     model.to(device).eval()
-    return model, Vocab.from_dict(checkpoint["src_vocab"]), Vocab.from_dict(checkpoint["tgt_vocab"]), checkpoint
+    try:
+        vocabs = Vocab.from_dict(checkpoint["src_vocab"]), Vocab.from_dict(checkpoint["tgt_vocab"])
+    except ValueError as err:
+        raise CheckpointError(f"{path}: {err}") from None
+    return model, *vocabs, checkpoint
 
 
 def average_state_dicts(state_dicts: Sequence[dict]) -> dict:
@@ -202,10 +238,6 @@ def pretrained_dir() -> Path:
     return Path(str(resources.files("transformer_course") / "checkpoints"))
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def export_pretrained(model: torch.nn.Module, src_vocab: Vocab, tgt_vocab: Vocab, directory: str | os.PathLike,
                       name: str, metadata: dict | None = None) -> dict:
     """Write `name.safetensors` (weights) and `name.json` (config, vocabularies, metadata, weight hash)."""
@@ -214,15 +246,19 @@ def export_pretrained(model: torch.nn.Module, src_vocab: Vocab, tgt_vocab: Vocab
     directory = Path(directory)
     weights = directory / f"{name}.safetensors"
     atomic_write(weights, lambda tmp: save_model(model, tmp))      # save_model handles tied weights
-    info = {"format": "transformer-course-pretrained/1", "name": name,
+    info = {"format": PRETRAINED_FORMAT, "name": name,
             "model_config": model.config.to_dict(), "src_vocab": src_vocab.to_dict(),
             "tgt_vocab": tgt_vocab.to_dict(), "weights": weights.name,
-            "weights_sha256": _sha256(weights), "weights_bytes": weights.stat().st_size,
+            "weights_sha256": sha256_file(weights), "weights_bytes": weights.stat().st_size,
             "metadata": metadata or {}}
-    atomic_write(directory / f"{name}.json",
-                 lambda tmp: Path(tmp).write_text(json.dumps(info, ensure_ascii=False, indent=1) + "\n",
-                                                  encoding="utf-8"))
+    atomic_write_text(directory / f"{name}.json", json.dumps(info, ensure_ascii=False, indent=1) + "\n")
     return info
+
+
+def pretrained_names(directory: str | os.PathLike | None = None) -> list[str]:
+    """Names of the shipped models (the `.json` files of `directory`, by default the package's)."""
+    directory = Path(directory) if directory is not None else pretrained_dir()
+    return sorted(p.stem for p in directory.glob("*.json")) if directory.is_dir() else []
 
 
 def load_pretrained(name: str = "numbers-en-fr", directory: str | os.PathLike | None = None,
@@ -231,19 +267,37 @@ def load_pretrained(name: str = "numbers-en-fr", directory: str | os.PathLike | 
 
     `numbers-en-fr` translates English number words into French ("ninety-seven" -> "quatre-vingt-dix-sept");
     see transformer_course/checkpoints/README.md for how it was trained and its held-out score.
+    Every problem (unknown name, missing or corrupt file, mismatched weights) raises `CheckpointError`.
     """
+    from safetensors import SafetensorError
     from safetensors.torch import load_model
     directory = Path(directory) if directory is not None else pretrained_dir()
     meta_path = directory / f"{name}.json"
     if not meta_path.is_file():
-        available = sorted(p.stem for p in directory.glob("*.json")) if directory.is_dir() else []
-        raise ValueError(f"name: expected one of {available}, got {name!r} (no {meta_path})")
-    info = json.loads(meta_path.read_text(encoding="utf-8"))
-    weights = directory / info["weights"]
-    if check_hash and _sha256(weights) != info["weights_sha256"]:
-        raise ValueError(f"{weights}: sha256 differs from the one recorded in {meta_path.name}; "
-                         "the file is corrupt or was replaced")
-    model = build_model(info["model_config"])
-    load_model(model, str(weights), device="cpu")
+        raise CheckpointError(f"name: expected one of {pretrained_names(directory)}, got {name!r} "
+                              f"(no {meta_path})")
+    try:
+        info = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CheckpointError(f"{meta_path}: not valid JSON ({err})") from None
+    _check_format(meta_path, info.get("format") if isinstance(info, dict) else type(info).__name__,
+                  PRETRAINED_FORMAT)
+    weights = directory / str(info.get("weights"))
+    if not weights.is_file():
+        raise CheckpointError(f"{weights}: the weights named by {meta_path.name} are missing")
+    if check_hash and sha256_file(weights) != info.get("weights_sha256"):
+        raise CheckpointError(f"{weights}: sha256 differs from the one recorded in {meta_path.name}; "
+                              "the file is corrupt or was replaced")
+
+    def load_weights(model):
+        try:
+            load_model(model, str(weights), device="cpu")
+        except SafetensorError as err:
+            raise CheckpointError(f"{weights}: truncated or not a safetensors file ({err})") from None
+
+    model = _rebuild(weights, info.get("model_config"), load_weights)
     model.to(device).eval()
-    return model, Vocab.from_dict(info["src_vocab"]), Vocab.from_dict(info["tgt_vocab"])
+    try:
+        return model, Vocab.from_dict(info["src_vocab"]), Vocab.from_dict(info["tgt_vocab"])
+    except (KeyError, ValueError) as err:
+        raise CheckpointError(f"{meta_path}: its vocabularies cannot be read ({err})") from None

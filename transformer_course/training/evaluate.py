@@ -131,18 +131,31 @@ def evaluate(model, loader: Iterable, tgt_vocab: Vocab | None = None, *, generat
 @torch.no_grad()
 def translate(model, sentences: Sequence[str], src_vocab: Vocab, tgt_vocab: Vocab, beam_size: int = 1,
               max_len: int | None = None, batch_size: int = 64, device: str | torch.device | None = None) -> list[str]:
-    """Translate raw sentences (tokenised with `src_vocab`'s tokeniser; unknown words become <unk>)."""
+    """Translate raw sentences (tokenised with `src_vocab`'s tokeniser; unknown words become <unk>).
+
+    A sentence longer than the model reads (`config.max_len` tokens with its end-of-sentence token) is an
+    error, never silently cut: a cut sentence would be translated wrong without a word.
+    """
     from ..data.batching import pad_sequences
     if isinstance(sentences, str):
         raise TypeError("sentences: expected a list of strings, got one string (wrap it in a list)")
+    limit = model.config.max_len
+    encoded = []
+    for i, sentence in enumerate(sentences):
+        if not isinstance(sentence, str):
+            raise TypeError(f"sentences[{i}]: expected a string, got {type(sentence).__name__}")
+        ids = src_vocab.encode(sentence)                 # tokens + eos
+        if len(ids) > limit:
+            raise ValueError(f"sentences[{i}]: {len(ids)} tokens with the end-of-sentence token, but the model "
+                             f"reads at most {limit} (config.max_len); split the sentence")
+        encoded.append(ids)
     if device is None:
         device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     out: list[str] = []
-    limit = model.config.max_len
-    for start in range(0, len(sentences), batch_size):
-        ids = [src_vocab.encode(s)[-limit:] for s in sentences[start:start + batch_size]]
+    for start in range(0, len(encoded), batch_size):
+        ids = encoded[start:start + batch_size]
         src = torch.from_numpy(pad_sequences(ids, PAD_ID)).to(device)   # (B, S)
         out.extend(tgt_vocab.decode(h) for h in generate_ids(model, src, None, beam_size, max_len))
     model.train(was_training)
