@@ -25,7 +25,7 @@ import traceback
 from pathlib import Path
 
 from .config import MODEL_PRESETS, TRAIN_PRESETS, ModelConfig, TrainConfig, get_preset, get_train_preset
-from .data.tasks import NUMBER_LANGUAGES
+from .data.tasks import NUMBER_LANGUAGES, SPLIT_VERSIONS
 
 PROG = "transformer-course"
 TASK_CHOICES = ("numbers", "copy", "reverse", "sort", "tsv")
@@ -172,9 +172,12 @@ def _data_args(args) -> dict:
     tgt_lang = args.tgt_lang or ("fr" if src_lang != "fr" else "en")
     if task == "numbers" and src_lang == tgt_lang:
         raise UsageError(f"--src-lang/--tgt-lang: expected two different languages, got {src_lang!r} twice")
-    return {"task": task, "src_lang": src_lang, "tgt_lang": tgt_lang, "max_number": args.max_number,
+    spec = {"task": task, "src_lang": src_lang, "tgt_lang": tgt_lang, "max_number": args.max_number,
             "max_len": args.max_len, "n_train": args.n_train, "n_val": args.n_val, "n_test": args.n_test,
             "corpus": args.corpus, "data_seed": args.data_seed}
+    if task == "numbers":                            # which numbers are held out: saved with the checkpoint
+        spec["split"] = SPLIT_VERSIONS[-1]
+    return spec
 
 
 def _make_data(spec: dict):
@@ -185,8 +188,9 @@ def _make_data(spec: dict):
     sizes = {k: spec.get(k) for k in ("n_val", "n_test", "n_train") if spec.get(k) is not None}
     with user_errors():
         if task == "numbers":
+            # a checkpoint made before split versions were recorded used version 1
             return make_task("numbers", src_lang=spec["src_lang"], tgt_lang=spec["tgt_lang"],
-                             max_number=spec["max_number"], seed=seed, **sizes)
+                             max_number=spec["max_number"], seed=seed, split=spec.get("split", 1), **sizes)
         if task == "tsv":
             path = Path(spec["corpus"])
             if not path.is_file():
@@ -320,7 +324,7 @@ def cmd_train(args) -> int:
     from .data.loader import make_dataloader
     from .training.checkpoint import build_model, export_pretrained, save_checkpoint
     from .training.ddp import cleanup_distributed, setup_distributed
-    from .training.evaluate import evaluate_pairs
+    from .training.evaluate import evaluate_task
     from .training.trainer import train
     from .utils import atomic_write_text, set_seed
 
@@ -368,7 +372,7 @@ def cmd_train(args) -> int:
             return EXIT_INTERRUPTED
         if rank != 0:
             return 0
-        metrics = evaluate_pairs(model, data.test, src_vocab, tgt_vocab, device=device) if data.test else {}
+        metrics = evaluate_task(model, data, src_vocab, tgt_vocab, "test", device=device) if data.test else {}
         summary = {k: v for k, v in metrics.items() if not k.startswith("hypotheses")}
         command = shlex.join([PROG, *args.argv])
         steps = history["step"][-1] if history["step"] else 0
@@ -378,9 +382,7 @@ def cmd_train(args) -> int:
         print(f"trained {steps} steps in {history['time_s']:.0f} s ({history['stop_reason']}); "
               f"model: {out / 'model.pt'}")
         if summary:
-            print(f"test: exact match {summary['exact_match']:.4f}, token accuracy {summary['token_accuracy']:.4f}, "
-                  f"perplexity {summary['perplexity']:.3f}, BLEU {summary['bleu']:.2f}")
-            print(f"BLEU signature: {summary['bleu_signature']}")
+            print_report(summary, f"{data.name} test: {len(data.test)} pairs, greedy")
         if export is not None:
             info = export_pretrained(model, src_vocab, tgt_vocab, export.parent, export.name,
                                      metadata={"data": spec, "test": summary, "command": command,
@@ -471,8 +473,9 @@ def cmd_translate(args) -> int:
 
 def cmd_evaluate(args) -> int:
     from .training.checkpoint import check_vocabs
-    from .training.evaluate import evaluate_pairs
+    from .training.evaluate import evaluate_task
     model, src_vocab, tgt_vocab, spec = _load_model(args)
+    recorded = spec
     if args.task is not None:
         spec = _data_args(args)
     elif any(getattr(args, name) is not None for name in ("src_lang", "tgt_lang", "corpus", "n_val", "n_test")):
@@ -488,20 +491,42 @@ def cmd_evaluate(args) -> int:
     pairs = data.split(args.split)
     if not pairs:
         raise UsageError(f"--split: the {args.split} split of {data.name} is empty")
-    metrics = evaluate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size=args.beam_size)
+    if recorded is not None and spec != recorded and args.split != "train":
+        seen = {src for src, _ in _make_data(recorded).train}
+        overlap = sum(src in seen for src, _ in pairs)
+        if overlap:
+            raise UsageError(f"--task: {overlap} of the {len(pairs)} {args.split} pairs of this data were in the "
+                             "model's training data; evaluate on the model's own data (no data flags) or on data "
+                             "it never saw")
+    metrics = evaluate_task(model, data, src_vocab, tgt_vocab, args.split, beam_size=args.beam_size)
     search = "greedy" if args.beam_size == 1 else f"beam {args.beam_size}"
-    print(f"{data.name} {args.split}: {len(pairs)} pairs, {search}")
-    print(f"exact match     {metrics['exact_match']:.4f}")
-    print(f"token accuracy  {metrics['token_accuracy']:.4f}")
-    print(f"perplexity      {metrics['perplexity']:.4f}")
-    print(f"BLEU            {metrics['bleu']:.2f}")
-    print(f"BLEU signature  {metrics['bleu_signature']}")
+    print_report(metrics, f"{data.name} {args.split}: {len(pairs)} pairs, {search}")
     shown = 0
     for (src, ref), hyp in zip(pairs, metrics["hypotheses_text"]):
         if hyp != ref and shown < args.show_errors:
             print(f"error: {src!r} -> {hyp!r} (reference {ref!r})")
             shown += 1
     return 0
+
+
+def print_report(metrics: dict, title: str) -> None:
+    """The held-out scores as `train` and `evaluate` print them; lagging strata and coverage misses are warned
+    about on stderr."""
+    print(title)
+    print(f"exact match     {metrics['exact_match']:.4f}")
+    for label, row in metrics.get("strata", {}).items():
+        print(f"  {label:<13} {row['exact_match']:.4f}  ({row['n']} pairs)")
+    if metrics.get("coverage") is not None:
+        print(f"coverage        {metrics['coverage']:.4f}  (everyday pairs, all trained on)")
+    print(f"token accuracy  {metrics['token_accuracy']:.4f}")
+    print(f"perplexity      {metrics['perplexity']:.4f}")
+    print(f"BLEU            {metrics['bleu']:.2f}  ({metrics['bleu_signature']})")
+    print(f"chrF            {metrics['chrf']:.2f}  ({metrics['chrf_signature']})", flush=True)
+    for label in metrics.get("lagging", []):
+        warn(f"the {label} stratum lags: exact match {metrics['strata'][label]['exact_match']:.4f} against "
+             f"{metrics['exact_match']:.4f} overall")
+    for src, out, ref in metrics.get("coverage_errors", [])[:10]:
+        warn(f"everyday pair wrong: {src!r} -> {out!r} (reference {ref!r})")
 
 
 # -- the parser ---------------------------------------------------------------------------------------------
@@ -556,7 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(func=cmd_train)
 
     for name, helptext in (("translate", "translate sentences (arguments, or one per line on stdin)"),
-                           ("evaluate", "exact match, token accuracy, perplexity and BLEU on a split")):
+                           ("evaluate", "exact match (overall, per stratum, coverage), token accuracy, perplexity, BLEU and chrF")):
         description = helptext
         if name == "translate":
             description += (". One output line per input line (a blank line for a blank line); words the model "

@@ -148,7 +148,7 @@ def test_an_existing_run_needs_resume_or_overwrite(run_copy, capsys):
 
 def test_resume_with_other_data_keeps_the_runs_vocabularies(run_copy, capsys):
     before = fingerprint(run_copy)
-    argv = ["train", "--task", "numbers", "--max-number", "99", "--preset", "tiny", "--max-steps", "4",
+    argv = ["train", "--task", "numbers", "--max-number", "999", "--preset", "tiny", "--max-steps", "4",
             "--device", "cpu", "--no-progress", "--out", run_copy, "--resume"]
     status, _, err = run(argv, capsys)
     assert status == 2
@@ -330,7 +330,7 @@ def test_translate_with_an_unusable_checkpoint(run_copy, capsys, damage):
 @pytest.mark.parametrize("extra, culprits, usage", [
     (["--split", "dev"], ["--split", "'dev'"], False),
     (["--show-errors", "-1"], ["--show-errors", "int >= 0"], False),
-    (["--task", "numbers", "--max-number", "99"], ["src_vocab", "different vocabulary"], False),
+    (["--task", "numbers", "--max-number", "199"], ["src_vocab", "different vocabulary"], False),
     (["--src-lang", "de"], ["--task", "without --task"], False),
 ])
 def test_evaluate_bad_input(trained_run, capsys, extra, culprits, usage):

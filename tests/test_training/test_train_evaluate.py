@@ -1,4 +1,6 @@
-"""Metrics: exact match, token accuracy, perplexity, BLEU with its signature; evaluate() and translate()."""
+"""Metrics: exact match (overall, by stratum, coverage), token accuracy, perplexity, BLEU and chrF with their
+signatures; evaluate(), evaluate_task() and translate()."""
+import dataclasses
 import math
 
 import pytest
@@ -6,7 +8,8 @@ import torch
 
 from transformer_course.data.loader import make_dataloader
 from transformer_course.data.vocab import EOS_ID, PAD_ID
-from transformer_course.training.evaluate import (corpus_bleu, evaluate, evaluate_pairs, exact_match, perplexity,
+from transformer_course.training.evaluate import (corpus_bleu, corpus_chrf, evaluate, evaluate_pairs,
+                                                  evaluate_task, exact_match, exact_match_by_stratum, perplexity,
                                                   token_accuracy, translate)
 
 
@@ -43,3 +46,46 @@ def test_evaluate_and_translate(make_model, toy):
     assert by_pairs["hypotheses_text"] == translate(model, [s for s, _ in data.val], sv, tv)
     with pytest.raises(TypeError, match="sentences"):
         translate(model, "abc", sv, tv)
+
+
+def test_chrf_gives_partial_credit_where_bleu_gives_none():
+    score, signature = corpus_chrf(["siebenundneunzig"], ["siebenundneunzig"])
+    assert score == pytest.approx(100.0) and signature.startswith("nrefs:1|") and "nc:6" in signature
+    near_chrf, _ = corpus_chrf(["siebenundneunzig"], ["siebenundachtzig"])
+    near_bleu, _ = corpus_bleu(["siebenundneunzig"], ["siebenundachtzig"])
+    assert near_bleu == 0.0 and 30 < near_chrf < 100     # one wrong word: BLEU sees nothing right
+
+
+def test_exact_match_by_stratum_counted_by_hand():
+    labels = ["3 digits"] * 20 + ["4 digits"] * 25 + ["5 digits"] * 5
+    refs = [f"r{i}" for i in range(50)]
+    hyps = list(refs)
+    for i in (0, 1, 20):                                  # two misses among the 3-digit, one among the 4-digit
+        hyps[i] = "wrong"
+    table = exact_match_by_stratum(hyps, refs, labels)
+    assert list(table) == ["3 digits", "4 digits"]        # 5 pairs are too few to report on their own
+    assert table["3 digits"] == {"exact_match": 18 / 20, "n": 20}
+    assert table["4 digits"] == {"exact_match": 24 / 25, "n": 25}
+    with pytest.raises(ValueError, match="labels: expected one per hypothesis"):
+        exact_match_by_stratum(hyps, refs, labels[:-1])
+
+
+def test_evaluate_task_reports_strata_lag_and_coverage(make_model, toy):
+    data, sv, tv = toy
+    model = make_model()
+    test = data.val[:16]
+    labels = ["short"] * 8 + ["long"] * 8
+    task = dataclasses.replace(data, test=test, strata={"test": labels}, coverage=data.train[:6])
+    metrics = evaluate_task(model, task, sv, tv, "test")
+    outputs = translate(model, [s for s, _ in test], sv, tv)
+    assert metrics["hypotheses_text"] == outputs
+    hits = [o == t for o, (_, t) in zip(outputs, test)]
+    assert metrics["strata"] == {}                        # 8 pairs each: below MIN_STRATUM
+    by_hand = exact_match_by_stratum(outputs, [t for _, t in test], labels, min_size=8)
+    assert by_hand["short"]["exact_match"] == sum(hits[:8]) / 8
+    cover = translate(model, [s for s, _ in data.train[:6]], sv, tv)
+    misses = [(s, o, t) for (s, t), o in zip(data.train[:6], cover) if o != t]
+    assert metrics["coverage"] == 1 - len(misses) / 6 and metrics["coverage_errors"] == misses
+    assert metrics["lagging"] == []
+    with pytest.raises(ValueError, match="split: the test split of .* is empty"):
+        evaluate_task(model, dataclasses.replace(task, test=[]), sv, tv, "test")

@@ -6,7 +6,12 @@
   honest score for the number task;
 * perplexity: exp(mean negative log-likelihood per target token), without label smoothing;
 * BLEU: sacrebleu's corpus BLEU on detokenised text, reported with its signature (which says how it was
-  computed, so numbers can be compared across papers).
+  computed, so numbers can be compared across papers);
+* chrF: sacrebleu's character n-gram F-score (Popović 2015), which still means something when a sentence is
+  one word (a German number is one word: BLEU scores it all or nothing);
+* by stratum: exact match per group of held-out pairs (for numbers: per magnitude), because one overall
+  score can hide a group the model gets wrong; and coverage: the share of must-know pairs (the everyday
+  numbers, all trained on) that come out right.
 """
 from __future__ import annotations
 
@@ -19,8 +24,12 @@ from ..data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 from ..torch.decoding import beam_search, greedy_decode
 from ..torch.loss import cross_entropy
 
-__all__ = ["exact_match", "token_accuracy", "perplexity", "corpus_bleu", "strip_eos", "generate_ids",
-           "evaluate", "translate", "evaluate_pairs"]
+__all__ = ["exact_match", "token_accuracy", "perplexity", "corpus_bleu", "corpus_chrf", "strip_eos",
+           "generate_ids", "evaluate", "translate", "evaluate_pairs", "exact_match_by_stratum", "evaluate_task",
+           "MIN_STRATUM", "LAG"]
+
+MIN_STRATUM = 20      # a stratum is reported on its own when it holds at least this many pairs
+LAG = 0.02            # a stratum lags when its exact match is this far below the overall one
 
 
 def strip_eos(ids: Iterable[int]) -> list[int]:
@@ -67,6 +76,35 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> tuple[f
     bleu = sacrebleu.BLEU()
     score = bleu.corpus_score(list(hypotheses), [list(references)])
     return float(score.score), str(bleu.get_signature())
+
+
+def corpus_chrf(hypotheses: Sequence[str], references: Sequence[str]) -> tuple[float, str]:
+    """(chrF score 0-100, sacrebleu signature) of detokenised hypotheses against one reference each."""
+    import sacrebleu
+    if len(hypotheses) != len(references):
+        raise ValueError(f"hypotheses: expected {len(references)} (one per reference), got {len(hypotheses)}")
+    chrf = sacrebleu.CHRF()
+    score = chrf.corpus_score(list(hypotheses), [list(references)])
+    return float(score.score), str(chrf.get_signature())
+
+
+def exact_match_by_stratum(hypotheses: Sequence[str], references: Sequence[str], labels: Sequence[str],
+                           min_size: int = MIN_STRATUM) -> dict[str, dict]:
+    """{label: {"exact_match", "n"}} for every stratum with at least `min_size` pairs, in label order."""
+    if not len(hypotheses) == len(references) == len(labels):
+        raise ValueError(f"labels: expected one per hypothesis ({len(hypotheses)}) and reference "
+                         f"({len(references)}), got {len(labels)}")
+    groups: dict[str, list[bool]] = {}
+    for hyp, ref, label in zip(hypotheses, references, labels):
+        groups.setdefault(label, []).append(hyp == ref)
+    return {label: {"exact_match": sum(hits) / len(hits), "n": len(hits)}
+            for label, hits in sorted(groups.items(), key=lambda item: _natural_key(item[0]))
+            if len(hits) >= min_size}
+
+
+def _natural_key(label: str):
+    head = label.split()[0]
+    return (0, int(head), label) if head.isdigit() else (1, 0, label)
 
 
 def generate_ids(model, src: torch.Tensor, src_mask: torch.Tensor | None = None, beam_size: int = 1,
@@ -171,4 +209,30 @@ def evaluate_pairs(model, pairs: Sequence[tuple[str, str]], src_vocab: Vocab, tg
     metrics = evaluate(model, loader, tgt_vocab, generate=True, beam_size=beam_size, max_len=max_len,
                        device=device)
     metrics["hypotheses_text"] = [tgt_vocab.decode(h) for h in metrics["hypotheses"]]
+    metrics["chrf"], metrics["chrf_signature"] = corpus_chrf(metrics["hypotheses_text"], [t for _, t in pairs])
+    return metrics
+
+
+def evaluate_task(model, data, src_vocab: Vocab, tgt_vocab: Vocab, split: str = "test", beam_size: int = 1,
+                  device: str | torch.device | None = None) -> dict:
+    """`evaluate_pairs` on a split of a `ParallelData`, plus "strata" (exact match per stratum with at least
+    `MIN_STRATUM` pairs), "lagging" (strata more than `LAG` below the overall exact match), "coverage" (exact
+    match on the task's must-know pairs, None if it has none) and "coverage_errors" ((source, output,
+    reference) of the misses)."""
+    pairs = data.split(split)
+    if not pairs:
+        raise ValueError(f"split: the {split} split of {data.name or 'the data'} is empty")
+    metrics = evaluate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size=beam_size, device=device)
+    labels = data.split_strata(split)
+    metrics["strata"] = {} if labels is None else exact_match_by_stratum(
+        metrics["hypotheses_text"], [t for _, t in pairs], labels)
+    metrics["lagging"] = [label for label, row in metrics["strata"].items()
+                          if row["exact_match"] < metrics["exact_match"] - LAG]
+    metrics["coverage"], metrics["coverage_errors"] = None, []
+    if data.coverage:
+        outputs = translate(model, [s for s, _ in data.coverage], src_vocab, tgt_vocab, beam_size=beam_size,
+                            device=device)
+        misses = [(s, o, t) for (s, t), o in zip(data.coverage, outputs) if o != t]
+        metrics["coverage"] = 1.0 - len(misses) / len(data.coverage)
+        metrics["coverage_errors"] = misses
     return metrics
