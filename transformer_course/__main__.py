@@ -521,6 +521,9 @@ def print_report(metrics: dict, title: str) -> None:
     print(f"token accuracy  {metrics['token_accuracy']:.4f}")
     print(f"perplexity      {metrics['perplexity']:.4f}")
     print(f"BLEU            {metrics['bleu']:.2f}  ({metrics['bleu_signature']})")
+    if metrics.get("short_references", 0) > 0.5:
+        print("                (most references have fewer than 4 words, so BLEU's 4-gram precision is empty and "
+              "BLEU says little: read chrF)")
     print(f"chrF            {metrics['chrf']:.2f}  ({metrics['chrf_signature']})", flush=True)
     for label in metrics.get("lagging", []):
         warn(f"the {label} stratum lags: exact match {metrics['strata'][label]['exact_match']:.4f} against "

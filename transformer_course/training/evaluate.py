@@ -210,6 +210,8 @@ def evaluate_pairs(model, pairs: Sequence[tuple[str, str]], src_vocab: Vocab, tg
                        device=device)
     metrics["hypotheses_text"] = [tgt_vocab.decode(h) for h in metrics["hypotheses"]]
     metrics["chrf"], metrics["chrf_signature"] = corpus_chrf(metrics["hypotheses_text"], [t for _, t in pairs])
+    # BLEU multiplies 1- to 4-gram precisions: on one-word sentences (German numbers) it is 0 whatever the output
+    metrics["short_references"] = sum(len(t.split()) < 4 for _, t in pairs) / len(pairs)
     return metrics
 
 
