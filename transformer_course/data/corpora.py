@@ -5,14 +5,13 @@ tampered file is never used; the course's tests exercise it with `file://` URLs.
 """
 from __future__ import annotations
 
-import hashlib
 import os
-import tempfile
 import urllib.request
 from pathlib import Path
 
 import numpy as np
 
+from ..utils import atomic_write, sha256sum
 from .tasks import ParallelData
 
 __all__ = ["CorpusError", "sha256sum", "download", "read_tsv_pairs", "load_tsv_corpus", "read_parallel_files",
@@ -30,15 +29,6 @@ class CorpusError(ValueError):
     """A corpus file that cannot be used (empty, malformed line, bad checksum); the message says where."""
 
 
-def sha256sum(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    """Hex SHA-256 of a file, read in chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(chunk), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def download(url: str, dest: str | os.PathLike, sha256: str | None = None, timeout: float = 60.0) -> Path:
     """Fetch `url` to `dest` (skipped when `dest` exists with the right hash); verify `sha256` if given.
 
@@ -48,10 +38,9 @@ def download(url: str, dest: str | os.PathLike, sha256: str | None = None, timeo
     dest = Path(dest)
     if dest.exists() and (sha256 is None or sha256sum(dest) == sha256.lower()):
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=dest.name + ".", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as response:
+
+    def fetch(tmp: str) -> None:
+        with open(tmp, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as response:
             while block := response.read(1 << 20):
                 out.write(block)
         if sha256 is not None:
@@ -59,13 +48,8 @@ def download(url: str, dest: str | os.PathLike, sha256: str | None = None, timeo
             if got != sha256.lower():
                 raise CorpusError(f"download: {url} has sha256 {got}, expected {sha256.lower()}; "
                                   "the file changed or the transfer was corrupted (nothing was saved)")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)                    # mkstemp makes 0600 files
-        os.replace(tmp, dest)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+
+    atomic_write(dest, fetch)
     return dest
 
 

@@ -12,22 +12,21 @@
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
-import tempfile
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
 
 from ..config import ModelConfig, TrainConfig
 from ..data.vocab import Vocab
+from ..utils import atomic_write, sha256sum
 
-__all__ = ["FORMAT", "unwrap_model", "atomic_write", "atomic_save", "get_rng_state", "set_rng_state",
+__all__ = ["FORMAT", "unwrap_model", "atomic_save", "get_rng_state", "set_rng_state",
            "save_checkpoint", "load_checkpoint", "check_vocabs", "build_model", "model_from_checkpoint",
            "average_state_dicts", "average_checkpoints", "export_pretrained", "load_pretrained",
            "pretrained_dir", "PRETRAINED"]
@@ -45,30 +44,6 @@ def unwrap_model(model: torch.nn.Module) -> torch.nn.Module:
             model = model.module
         else:
             return model
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
-    """Call `write(tmp_path)`, then atomically rename the temporary file to `path`.
-
-    If `write` raises (or the process dies) `path` keeps its previous content and the temporary file is
-    removed (or, after a hard kill, left as an obviously named `.tmp` file, never as `path`).
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)                # mkstemp makes 0600 files; give the usual permissions
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return path
 
 
 def atomic_save(obj: Any, path: str | os.PathLike) -> Path:
@@ -202,10 +177,6 @@ def pretrained_dir() -> Path:
     return Path(str(resources.files("transformer_course") / "checkpoints"))
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def export_pretrained(model: torch.nn.Module, src_vocab: Vocab, tgt_vocab: Vocab, directory: str | os.PathLike,
                       name: str, metadata: dict | None = None) -> dict:
     """Write `name.safetensors` (weights) and `name.json` (config, vocabularies, metadata, weight hash)."""
@@ -217,7 +188,7 @@ def export_pretrained(model: torch.nn.Module, src_vocab: Vocab, tgt_vocab: Vocab
     info = {"format": "transformer-course-pretrained/1", "name": name,
             "model_config": model.config.to_dict(), "src_vocab": src_vocab.to_dict(),
             "tgt_vocab": tgt_vocab.to_dict(), "weights": weights.name,
-            "weights_sha256": _sha256(weights), "weights_bytes": weights.stat().st_size,
+            "weights_sha256": sha256sum(weights), "weights_bytes": weights.stat().st_size,
             "metadata": metadata or {}}
     atomic_write(directory / f"{name}.json",
                  lambda tmp: Path(tmp).write_text(json.dumps(info, ensure_ascii=False, indent=1) + "\n",
@@ -240,7 +211,7 @@ def load_pretrained(name: str = "numbers-en-fr", directory: str | os.PathLike | 
         raise ValueError(f"name: expected one of {available}, got {name!r} (no {meta_path})")
     info = json.loads(meta_path.read_text(encoding="utf-8"))
     weights = directory / info["weights"]
-    if check_hash and _sha256(weights) != info["weights_sha256"]:
+    if check_hash and sha256sum(weights) != info["weights_sha256"]:
         raise ValueError(f"{weights}: sha256 differs from the one recorded in {meta_path.name}; "
                          "the file is corrupt or was replaced")
     model = build_model(info["model_config"])
