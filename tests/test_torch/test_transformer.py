@@ -65,8 +65,10 @@ def test_weight_tying_and_untied_variant():
     tied = Transformer(SMALL)
     assert tied.W_out is None
     src, tgt = random_batch()
-    y = torch.randn(2, 3, SMALL.d_model)
-    torch.testing.assert_close(tied.project(y), y @ tied.tgt_embedding.E.T)
+    seen = []
+    tied.decoder.register_forward_hook(lambda module, inputs, output: seen.append(output[0]))
+    logits = tied(src, tgt)                              # the decoder's output y times E^T: no W_out, no bias
+    torch.testing.assert_close(logits, seen[0] @ tied.tgt_embedding.E.T)
     untied = Transformer(SMALL.replace(tie_output_embedding=False, positional="learned"))
     assert untied.W_out.weight.shape == (SMALL.tgt_vocab_size, SMALL.d_model)
     assert untied(src, tgt).shape == (4, 6, SMALL.tgt_vocab_size)

@@ -46,25 +46,27 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
                 cross_mask: torch.Tensor | None = None, need_weights: bool = False,
-                cache: tuple[KVCache, KVCache] | None = None, is_causal: bool = False):
+                cache: tuple[KVCache, KVCache] | None = None
+                ) -> tuple[torch.Tensor, tuple[torch.Tensor | None, torch.Tensor | None]]:
         """x (B, T, D), memory (B, S, D), self_mask (B or 1, T or 1, T), cross_mask (B or 1, T or 1, S)
-        -> (x (B, T, D), (self weights (B, H, T, T), cross weights (B, H, T, S)) or (None, None))."""
+        -> (x (B, T, D), (self weights (B, H, T, T), cross weights (B, H, T, S)) or (None, None)).
+        `cache`: the (self, cross) key/value caches of this layer while decoding."""
         self_cache, cross_cache = cache if cache is not None else (None, None)
         self_weights = cross_weights = None
 
         def self_attention(h):
             nonlocal self_weights
-            out, self_weights = self.self_attn(h, h, self_mask, need_weights, self_cache, is_causal)  # (B, T, D)
+            out, self_weights = self.self_attn.attend(h, h, self_mask, need_weights, self_cache)  # (B, T, D)
             return out
 
         def cross_attention(h):
             nonlocal cross_weights
-            out, cross_weights = self.cross_attn(h, memory, cross_mask, need_weights, cross_cache)  # (B, T, D)
+            out, cross_weights = self.cross_attn.attend(h, memory, cross_mask, need_weights, cross_cache)  # (B, T, D)
             return out
 
-        x = residual(x, self_attention, self.norm1, self.dropout, self.norm_first)   # (B, T, D)
-        x = residual(x, cross_attention, self.norm2, self.dropout, self.norm_first)  # (B, T, D)
-        x = residual(x, self.ffn, self.norm3, self.dropout, self.norm_first)         # (B, T, D)
+        x = residual(x, self_attention, self.norm1, self.norm_first, self.dropout)   # (B, T, D)
+        x = residual(x, cross_attention, self.norm2, self.norm_first, self.dropout)  # (B, T, D)
+        x = residual(x, self.ffn, self.norm3, self.norm_first, self.dropout)         # (B, T, D)
         return x, (self_weights, cross_weights)
 
 
@@ -80,13 +82,15 @@ class Decoder(nn.Module):
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
                 cross_mask: torch.Tensor | None = None, need_weights: bool = False,
-                cache: DecoderCache | None = None, is_causal: bool = False):
+                cache: DecoderCache | None = None) -> tuple[torch.Tensor, dict | None]:
         """x (B, T, D), memory (B, S, D) -> (x (B, T, D), {"self": [...], "cross": [...]} or None)."""
+        if memory.dim() != 3 or memory.shape[0] != x.shape[0] or memory.shape[2] != x.shape[2]:
+            raise ValueError(f"memory: expected shape (B={x.shape[0]}, S, d_model={x.shape[2]}), "
+                             f"got {tuple(memory.shape)}")
         self_weights, cross_weights = [], []
         for i, layer in enumerate(self.layers):
             layer_cache = cache.layers[i] if cache is not None else None
-            x, (w_self, w_cross) = layer(x, memory, self_mask, cross_mask, need_weights, layer_cache,
-                                         is_causal)      # (B, T, D)
+            x, (w_self, w_cross) = layer(x, memory, self_mask, cross_mask, need_weights, layer_cache)  # (B, T, D)
             self_weights.append(w_self)
             cross_weights.append(w_cross)
         if self.norm is not None:

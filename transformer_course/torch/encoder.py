@@ -32,11 +32,11 @@ class EncoderLayer(nn.Module):
 
         def self_attention(h):                           # keeps the weights for the caller
             nonlocal weights
-            out, weights = self.self_attn(h, h, mask, need_weights)  # (B, S, D)
+            out, weights = self.self_attn.attend(h, h, mask, need_weights)  # (B, S, D)
             return out
 
-        x = residual(x, self_attention, self.norm1, self.dropout, self.norm_first)  # (B, S, D)
-        x = residual(x, self.ffn, self.norm2, self.dropout, self.norm_first)        # (B, S, D)
+        x = residual(x, self_attention, self.norm1, self.norm_first, self.dropout)  # (B, S, D)
+        x = residual(x, self.ffn, self.norm2, self.norm_first, self.dropout)        # (B, S, D)
         return x, weights
 
 
