@@ -42,8 +42,8 @@ from .optim import Adam, clip_grad_norm, global_norm, noam_lr
 from .positional import (init_learned_positions, learned_positions_backward, learned_positions_forward,
                          sinusoidal_encoding, sinusoidal_positions_backward, sinusoidal_positions_forward)
 from .sublayer import residual_backward, residual_forward
-from .transformer import (decode, decode_backward, encode, encode_backward, init_transformer, make_src_mask,
-                          make_tgt_mask, transformer_backward, transformer_forward)
+from .transformer import (decode_backward, decode_forward, encode_backward, encode_forward, init_transformer,
+                          make_src_mask, make_tgt_mask, transformer_backward, transformer_forward)
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in {
     "attention", "bahdanau", "decoder", "decoding", "dropout", "embedding", "encoder", "feedforward", "functional",

@@ -13,7 +13,7 @@ from ..checks import check_id, check_max_len
 from ..config import ModelConfig
 from ..data.vocab import BOS_ID, EOS_ID
 from .embedding import check_tokens
-from .transformer import decode, encode, make_src_mask
+from .transformer import decode_forward, encode_forward, make_src_mask
 
 __all__ = ["greedy_decode"]
 
@@ -29,11 +29,11 @@ def greedy_decode(src: np.ndarray, params: dict, config: ModelConfig, max_len: i
         src_mask = make_src_mask(src, config)            # (B, 1, S)
     B = src.shape[0]
     pad_id = config.pad_id
-    memory, _ = encode(src, params, config, src_mask)    # (B, S, D)
+    memory, _ = encode_forward(src, params, config, src_mask)    # (B, S, D)
     ys = np.full((B, 1), bos_id, dtype=np.int64)         # (B, 1)
     finished = np.zeros(B, dtype=bool)                   # (B,)
     for _ in range(max_len):
-        logits, _ = decode(ys, memory, params, config, src_mask)  # (B, t, V): every position again
+        logits, _ = decode_forward(ys, memory, params, config, src_mask)  # (B, t, V): every position again
         next_token = logits[:, -1].argmax(-1)            # (B,)
         next_token = np.where(finished, pad_id, next_token)  # (B,): finished rows only pad
         ys = np.concatenate([ys, next_token[:, None]], axis=1)  # (B, t + 1)

@@ -21,8 +21,8 @@ from .masks import causal_mask, combine_masks, padding_mask
 from .positional import (init_learned_positions, learned_positions_backward, learned_positions_forward,
                          sinusoidal_positions_backward, sinusoidal_positions_forward)
 
-__all__ = ["init_transformer", "make_src_mask", "make_tgt_mask", "encode", "encode_backward", "decode",
-           "decode_backward", "transformer_forward", "transformer_backward"]
+__all__ = ["init_transformer", "make_src_mask", "make_tgt_mask", "encode_forward", "encode_backward",
+           "decode_forward", "decode_backward", "transformer_forward", "transformer_backward"]
 
 
 def init_transformer(rng: np.random.Generator, config: ModelConfig, dtype=np.float32) -> dict:
@@ -76,7 +76,7 @@ def _positions_backward(dout: np.ndarray, cache, config: ModelConfig):
 
 # ---------------------------------------------------------------- the two halves
 
-def encode(src: np.ndarray, params: dict, config: ModelConfig, src_mask: np.ndarray | None = None,
+def encode_forward(src: np.ndarray, params: dict, config: ModelConfig, src_mask: np.ndarray | None = None,
            rng: np.random.Generator | None = None, training: bool = False) -> tuple[np.ndarray, dict]:
     """src (B, S) -> (memory (B, S, D), cache); cache["weights"] is [(B, H, S, S) per encoder layer]."""
     c = config
@@ -106,12 +106,12 @@ def encode_backward(dmemory: np.ndarray, cache: dict) -> dict:
     return grads
 
 
-def decode(tgt_in: np.ndarray, memory: np.ndarray, params: dict, config: ModelConfig,
+def decode_forward(tgt_in: np.ndarray, memory: np.ndarray, params: dict, config: ModelConfig,
            src_mask: np.ndarray | None = None, tgt_mask: np.ndarray | None = None,
            rng: np.random.Generator | None = None, training: bool = False) -> tuple[np.ndarray, dict]:
     """tgt_in (B, T), memory (B, S, D) -> (logits (B, T, V_tgt), cache).
 
-    src_mask must be given when the source had padding (encode's default is `make_src_mask(src, config)`).
+    src_mask must be given when the source had padding (encode_forward's default is `make_src_mask(src, config)`).
     cache["weights"] = {"self": [(B, H, T, T)], "cross": [(B, H, T, S)]}.
     """
     c = config
@@ -171,8 +171,8 @@ def transformer_forward(src: np.ndarray, tgt_in: np.ndarray, params: dict, confi
         raise ValueError(f"tgt_in: expected batch size {src.shape[0]} (as src), got {tgt_in.shape[0]}")
     if src_mask is None:
         src_mask = make_src_mask(src, config)            # (B, 1, S)
-    memory, enc_cache = encode(src, params, config, src_mask, rng, training)  # (B, S, D)
-    logits, dec_cache = decode(tgt_in, memory, params, config, src_mask, tgt_mask, rng, training)  # (B, T, V)
+    memory, enc_cache = encode_forward(src, params, config, src_mask, rng, training)  # (B, S, D)
+    logits, dec_cache = decode_forward(tgt_in, memory, params, config, src_mask, tgt_mask, rng, training)  # (B, T, V)
     weights = {"encoder": enc_cache["weights"], "decoder_self": dec_cache["weights"]["self"],
                "decoder_cross": dec_cache["weights"]["cross"]}
     return logits, {"encode": enc_cache, "decode": dec_cache, "params": params, "weights": weights}
