@@ -92,8 +92,8 @@ def _resolve_checkpoint(path: str) -> Path:
 
 def _load_model(args):
     """(model, src_vocab, tgt_vocab, data spec or None) from --checkpoint or --pretrained."""
-    from .training.trainer import resolve_device
-    device = resolve_device(args.device)
+    from .torch.device import pick_device
+    device = pick_device(args.device)
     if args.pretrained:
         import json as _json
         from .training.checkpoint import load_pretrained, pretrained_dir
