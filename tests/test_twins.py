@@ -291,3 +291,25 @@ def test_the_contract_test_sees_both_packages(side):
     pairs, _ = _pairs()
     modules = NUMPY if side == "numpy" else TORCH
     assert len(modules) >= 13 and len(pairs) >= 35
+
+
+# ---------------------------------------------------------------- show_diff on the twins
+
+def test_show_diff_puts_each_step_of_the_twins_on_one_row():
+    from transformer_course.display import show_diff
+    from transformer_course.numpy.attention import multi_head_attention_forward
+    from transformer_course.torch.attention import MultiHeadAttention
+
+    view = show_diff(multi_head_attention_forward, MultiHeadAttention.forward)
+    text = repr(view)
+    assert text.splitlines()[:2] == [f"--- {view.left.location}", f"+++ {view.right.location}"]
+    assert "+ def forward(self, x_q: torch.Tensor" in text            # the method at a function's indentation
+    assert '"""' not in text                                           # docstrings left out by default
+    shared = [a for a, b in view.rows if a is not None and b is not None and a.split() == b.split()]
+    assert "B, Tq, D = x_q.shape" in [line.strip() for line in shared]
+    pairs = {a.strip(): b.strip() for a, b in view.rows if a is not None and b is not None}
+    assert pairs["merged = heads.transpose(0, 2, 1, 3).reshape(B, Tq, D)  # (B, H, Tq, Dh) -> (B, Tq, H, Dh) -> "
+                 "(B, Tq, D)"].startswith("merged = heads.transpose(1, 2).reshape(B, Tq, D)")
+    html = view._repr_html_()
+    assert html.count("<tr") == len(view.rows) + 1 and "background:#ffd54f" in html  # words that differ marked
+    assert '"""' in repr(show_diff(multi_head_attention_forward, MultiHeadAttention.forward, docstrings=True))
