@@ -77,12 +77,15 @@ NUMPY_ONLY_NAMES = {
 
 TORCH_ONLY_NAMES = {
     "attention.KVCache": "the key/value cache: a fast path of decoding",
-    "attention.MultiHeadAttention.forward_fast": "the fast path: fused projection, fused kernel, key/value cache",
+    "attention.MultiHeadAttention.forward_fast": "the fast path of training: fused projection, fused kernel",
+    "attention.MultiHeadAttention.forward_cached": "the fast path of decoding: new positions, key/value cache",
     "attention.MultiHeadAttention.attend": "picks the teaching path when the weights are wanted, else the fast one",
     "attention.set_fused_attention": "switches the fast path's kernel (fused or explicit) for tests and profiling",
     "bahdanau.BahdanauSeq2Seq": "the whole model (embeddings, initial state, output layer, generation) is "
                                 "trained in PyTorch only; the NumPy chapter builds and checks its two pieces",
     "decoder.DecoderCache": "the key/value caches of every decoder layer: a fast path of decoding",
+    "decoder.DecoderLayer.forward_cached": "the fast path of decoding: new positions only, with the cache",
+    "decoder.Decoder.forward_cached": "the fast path of decoding: new positions only, with the cache",
     "decoding.length_penalty": "for beam search",
     "decoding.beam_search": "a decoding extra: the NumPy twin has greedy decoding only",
     "layernorm.LayerNorm": "the module the layers use: F.layer_norm's fused kernel, tested equal to `layernorm`",

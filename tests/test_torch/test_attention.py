@@ -175,16 +175,17 @@ def test_kv_cache_gives_the_same_output_as_full_causal_attention():
     for fused in (True, False):
         set_fused_attention(ours, fused)
         cache = KVCache()
-        steps = [ours.forward_fast(x[:, t:t + 1], x[:, t:t + 1], kv_cache=cache) for t in range(5)]
+        steps = [ours.forward_cached(x[:, t:t + 1], x[:, t:t + 1], cache) for t in range(5)]
         torch.testing.assert_close(torch.cat(steps, 1), full)
         assert cache.k.shape == (2, 4, 5, 4)
     memory = _rand(2, 7, 16, seed=7)
     static = KVCache(static=True)
-    first = ours.forward_fast(x, memory, kv_cache=static)
+    first = ours.forward_cached(x, memory, static)
     keys = static.k
-    second = ours.forward_fast(x, memory * 0, kv_cache=static)  # memory is ignored once cached
+    second = ours.forward_cached(x, memory * 0, static)  # memory is ignored once cached
     assert static.k is keys
     torch.testing.assert_close(first, second)
+    torch.testing.assert_close(first, ours(x, memory)[0])  # the teaching path
     set_fused_attention(ours, True)
 
 
@@ -224,8 +225,6 @@ def test_bad_inputs_raise_clear_errors():
         mha(torch.randn(2, 5, 8), x)
     with pytest.raises(ValueError, match="n_heads: expected a divisor of d_model=16, got 3"):
         MultiHeadAttention(16, 3)
-    with pytest.raises(ValueError, match="need_weights: the key/value cache runs the fast path"):
-        mha.attend(x, x, need_weights=True, kv_cache=KVCache())
 
 
 def test_attention_dropout_only_in_training():

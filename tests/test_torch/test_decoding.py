@@ -39,6 +39,10 @@ def test_cached_logits_equal_full_decoder_logits_including_multi_token_steps():
     rest = [model.decode_cached(tgt[:, t:t + 1], memory, cache, src_mask) for t in range(4, 6)]
     torch.testing.assert_close(torch.cat([first] + rest, 1), full, atol=1e-5, rtol=1e-5)
     assert isinstance(cache, DecoderCache) and cache.length == 6
+    model.train()
+    with pytest.raises(ValueError, match="decode_cached: expected a model in eval mode"):
+        model.decode_cached(tgt[:, :1], memory, model.new_cache(), src_mask)
+    model.eval()
 
 
 def test_greedy_output_format():

@@ -2,12 +2,13 @@
 and multi-head attention; the twin of `transformer_course.numpy.attention`, without the backward passes
 (autograd computes them).
 
-`MultiHeadAttention` has two paths. `forward` is the teaching path, line for line the NumPy twin's: scores,
-masked softmax and weighted sum written out, weights returned. `forward_fast` is what training and decoding
-run: one fused projection for self-attention's queries, keys and values, the fused kernel
+`MultiHeadAttention` has a teaching path and two fast ones. `forward` is the teaching path, line for line the
+NumPy twin's: scores, masked softmax and weighted sum written out, weights returned. `forward_fast` is what
+training runs: one fused projection for self-attention's queries, keys and values, and the fused kernel
 `F.scaled_dot_product_attention` (flash / memory-efficient kernels on GPU, a fused kernel on CPU) that never
-materialises the weights, and an optional key/value cache for decoding. The layers call `attend`, which
-takes the fast path unless the weights are wanted; tests check that both paths give the same output.
+materialises the weights. `forward_cached` is what decoding runs: the new positions only, with a key/value
+cache (`KVCache`). The layers call `attend`, which takes the fast path unless the weights are wanted;
+tests check that all paths give the same output.
 """
 from __future__ import annotations
 
@@ -163,6 +164,7 @@ class KVCache:
     cached ones, into buffers allocated ahead (capacity doubled when full), so a step copies only its new rows
     instead of concatenating the whole past into a fresh tensor.
     static=True (cross-attention): keys and values of the encoder output are computed once, then reused.
+    A self-attention cache also keeps the fused query/key/value projection, concatenated once per decoding.
     """
 
     def __init__(self, static: bool = False):
@@ -170,6 +172,7 @@ class KVCache:
         self.length = 0                                  # positions stored
         self._k: torch.Tensor | None = None              # (B, H, capacity, Dh)
         self._v: torch.Tensor | None = None              # (B, H, capacity, Dh)
+        self.projection: tuple[torch.Tensor, torch.Tensor] | None = None  # self-attention's fused W_qkv, b_qkv
 
     @property
     def k(self) -> torch.Tensor | None:
@@ -201,7 +204,7 @@ class KVCache:
         self._k[:, :, self.length:end] = k
         self._v[:, :, self.length:end] = v
         self.length = end
-        return self.k, self.v
+        return self._k[:, :, :end], self._v[:, :, :end]  # (B, H, t + Tk, Dh)
 
     def reorder(self, index: torch.Tensor) -> None:
         """Keep rows `index` of the batch (beam search: follow the surviving beams)."""
@@ -267,64 +270,88 @@ class MultiHeadAttention(nn.Module):
         out = self.W_o(merged)                           # (B, Tq, D)
         return out, weights
 
-    def _project_qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Self-attention: one (D, 3D) matmul instead of three (D, D) ones (better use of the matmul kernel)."""
+    def _fused_projection(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """W_q, W_k, W_v side by side: self-attention's three projections as one (D, 3D) matmul (better use of
+        the matmul kernel)."""
         weight = torch.cat([self.W_q.weight, self.W_k.weight, self.W_v.weight])  # (3D, D)
         bias = torch.cat([self.W_q.bias, self.W_k.bias, self.W_v.bias])          # (3D,)
-        return F.linear(x, weight, bias).chunk(3, dim=-1)  # (B, T, 3D) -> 3 x (B, T, D)
+        return weight, bias
+
+    def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+                is_causal: bool = False) -> torch.Tensor:
+        """softmax(q k^T / sqrt(Dh)) v (B, H, Tq, Dh) by the fused kernel, or written out (use_fused=False)."""
+        dropout_p = self.dropout if self.training else 0.0
+        if self.use_fused:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
+                                                  is_causal=is_causal and mask is None)  # (B, H, Tq, Dh)
+        if is_causal and mask is None:
+            mask = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool, device=q.device).tril()  # (Tq, Tk)
+        heads, _ = scaled_dot_product_attention(q, k, v, mask, dropout_p, self.training)  # (B, H, Tq, Dh)
+        return heads
 
     def forward_fast(self, x_q: torch.Tensor, x_kv: torch.Tensor, mask: torch.Tensor | None = None,
-                     kv_cache: KVCache | None = None, is_causal: bool = False) -> torch.Tensor:
-        """The fast path: the output of `forward` (B, Tq, D), without the weights.
-
-        kv_cache: keys and values kept between decoding steps (see KVCache). is_causal=True (with mask=None)
-        asks for the causal mask without building it, so the fused kernel can skip the masked blocks.
-        """
+                     is_causal: bool = False) -> torch.Tensor:
+        """The fast path of training: the output of `forward` (B, Tq, D), without the weights; one fused
+        projection for self-attention, the fused attention kernel. is_causal=True (with mask=None) asks for
+        the causal mask without building it, so the kernel can skip the masked blocks."""
         self._check_inputs(x_q, x_kv)
         B, Tq, D = x_q.shape
+        Tk = x_kv.shape[1]
         H, Dh = self.n_heads, self.d_head
-        if kv_cache is not None and kv_cache.static and kv_cache.k is not None:
-            q = self.W_q(x_q)                            # (B, Tq, D); keys/values come from the cache
-            k, v = kv_cache.k, kv_cache.v                # (B, H, S, Dh)
+        if x_kv is x_q:                                  # self-attention: one matmul for q, k and v
+            q, k, v = F.linear(x_q, *self._fused_projection()).chunk(3, dim=-1)  # 3 x (B, T, D)
         else:
-            if x_kv is x_q:                              # self-attention: one matmul for q, k and v
-                q, k, v = self._project_qkv(x_q)         # 3 x (B, T, D)
-            else:
-                q, k, v = self.W_q(x_q), self.W_k(x_kv), self.W_v(x_kv)  # (B, Tq, D), 2 x (B, Tk, D)
-            k = k.view(B, -1, H, Dh).transpose(1, 2)     # (B, Tk, D) -> (B, H, Tk, Dh)
-            v = v.view(B, -1, H, Dh).transpose(1, 2)     # (B, Tk, D) -> (B, H, Tk, Dh)
-            if kv_cache is not None:
-                k, v = kv_cache.append(k, v)             # (B, H, t + Tk, Dh): the past and the new
+            q = F.linear(x_q, self.W_q.weight, self.W_q.bias)    # (B, Tq, D)
+            k = F.linear(x_kv, self.W_k.weight, self.W_k.bias)   # (B, Tk, D)
+            v = F.linear(x_kv, self.W_v.weight, self.W_v.bias)   # (B, Tk, D)
         q = q.view(B, Tq, H, Dh).transpose(1, 2)         # (B, Tq, D) -> (B, H, Tq, Dh)
-        Tk = k.shape[2]
+        k = k.view(B, Tk, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
+        v = v.view(B, Tk, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
         if mask is not None:
             check_mask(mask, B, Tq, Tk)
             mask = mask[:, None]                         # (B, 1, Tq, Tk)
         elif is_causal and Tq != Tk:
             raise ValueError(f"is_causal: needs as many queries as keys, got Tq={Tq}, Tk={Tk}; "
                              f"pass an explicit mask instead")
-        dropout_p = self.dropout if self.training else 0.0
-        if self.use_fused:
-            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
-                                                   is_causal=is_causal and mask is None)  # (B, H, Tq, Dh)
-        else:
-            if is_causal and mask is None:
-                mask = torch.ones(Tq, Tk, dtype=torch.bool, device=x_q.device).tril()  # (Tq, Tk)
-            heads, _ = scaled_dot_product_attention(q, k, v, mask, dropout_p, self.training)  # (B, H, Tq, Dh)
+        heads = self._attend(q, k, v, mask, is_causal)   # (B, H, Tq, Dh)
         merged = heads.transpose(1, 2).reshape(B, Tq, D)  # (B, H, Tq, Dh) -> (B, Tq, D)
-        return self.W_o(merged)                          # (B, Tq, D)
+        return F.linear(merged, self.W_o.weight, self.W_o.bias)  # (B, Tq, D)
+
+    def forward_cached(self, x_q: torch.Tensor, x_kv: torch.Tensor, kv_cache: KVCache,
+                       mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The fast path of decoding: x_q (B, T, D) holds only the new positions. Self-attention (a cache with
+        static=False, x_kv is x_q): their keys and values join the cache. Cross-attention (static=True): the
+        keys and values of x_kv (the memory) are computed at the first call and reused. Eval mode only."""
+        B, T, D = x_q.shape
+        H, Dh = self.n_heads, self.d_head
+        if kv_cache.static:
+            if kv_cache.k is None:                       # the first step: project the memory once
+                k = F.linear(x_kv, self.W_k.weight, self.W_k.bias).view(B, -1, H, Dh).transpose(1, 2)  # (B, H, S, Dh)
+                v = F.linear(x_kv, self.W_v.weight, self.W_v.bias).view(B, -1, H, Dh).transpose(1, 2)  # (B, H, S, Dh)
+                kv_cache.append(k, v)
+            q = F.linear(x_q, self.W_q.weight, self.W_q.bias)  # (B, T, D)
+            k, v = kv_cache.k, kv_cache.v                # (B, H, S, Dh)
+        else:
+            if kv_cache.projection is None:
+                kv_cache.projection = self._fused_projection()  # concatenated once per decoding
+            q, k, v = F.linear(x_q, *kv_cache.projection).chunk(3, dim=-1)  # 3 x (B, T, D)
+            k, v = kv_cache.append(k.view(B, T, H, Dh).transpose(1, 2),
+                                   v.view(B, T, H, Dh).transpose(1, 2))  # (B, H, t, Dh): the past and the new
+        q = q.view(B, T, H, Dh).transpose(1, 2)          # (B, H, T, Dh)
+        if mask is not None:
+            check_mask(mask, B, T, k.shape[2])
+            mask = mask[:, None]                         # (B, 1, T, t)
+        heads = self._attend(q, k, v, mask)              # (B, H, T, Dh)
+        merged = heads.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
+        return F.linear(merged, self.W_o.weight, self.W_o.bias)  # (B, T, D)
 
     def attend(self, x_q: torch.Tensor, x_kv: torch.Tensor, mask: torch.Tensor | None = None,
-               need_weights: bool = False,
-               kv_cache: KVCache | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+               need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """What the layers call: (out, weights) from `forward` when need_weights, else (out, None) from
-        `forward_fast` (the default in training and decoding)."""
-        if not need_weights:
-            return self.forward_fast(x_q, x_kv, mask, kv_cache), None
-        if kv_cache is not None:
-            raise ValueError("need_weights: the key/value cache runs the fast path, which never forms the "
-                             "attention weights; decode without a cache to see them")
-        return self(x_q, x_kv, mask)
+        `forward_fast` (the default in training)."""
+        if need_weights:
+            return self(x_q, x_kv, mask)
+        return self.forward_fast(x_q, x_kv, mask), None
 
 
 def set_fused_attention(model: nn.Module, enabled: bool) -> nn.Module:

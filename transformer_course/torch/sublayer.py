@@ -11,15 +11,16 @@ from __future__ import annotations
 from typing import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 __all__ = ["residual"]
 
 
 def residual(x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor], norm: nn.Module,
-             norm_first: bool = False, dropout: nn.Module | None = None) -> torch.Tensor:
-    """`sublayer(h) -> out` is the wrapped sublayer, `norm` its LayerNorm, `dropout` the nn.Dropout on its
-    output (None: none). Returns out (B, T, D).
+             norm_first: bool = False, dropout: float = 0.0, training: bool = False) -> torch.Tensor:
+    """`sublayer(h) -> out` is the wrapped sublayer, `norm` its LayerNorm, `dropout` the probability of
+    dropping an entry of its output while training. Returns out (B, T, D).
 
     Pre-LN (Xiong et al. 2020) keeps an un-normalised residual path, which trains without warm-up; the stack
     then needs a final LayerNorm (Encoder / Decoder add it).
@@ -27,10 +28,12 @@ def residual(x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor], 
     if norm_first:
         h = norm(x)                                      # (B, T, D)
         sub = sublayer(h)                                # (B, T, D)
-        sub = dropout(sub) if dropout is not None else sub  # (B, T, D)
+        if training:                                     # dropout is the identity otherwise
+            sub = F.dropout(sub, dropout)                # (B, T, D)
         out = x + sub                                    # (B, T, D)
     else:
         sub = sublayer(x)                                # (B, T, D)
-        sub = dropout(sub) if dropout is not None else sub  # (B, T, D)
+        if training:
+            sub = F.dropout(sub, dropout)                # (B, T, D)
         out = norm(x + sub)                              # (B, T, D)
     return out

@@ -1,7 +1,10 @@
 """The encoder-decoder Transformer of Vaswani et al. (2017), built from the modules of this package."""
 from __future__ import annotations
 
+import math
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..config import ModelConfig
@@ -33,7 +36,6 @@ class Transformer(nn.Module):
         self.tgt_embedding = Embedding(c.tgt_vocab_size, c.d_model)
         positions = SinusoidalPositions if c.positional == "sinusoidal" else LearnedPositions
         self.positions = positions(c.d_model, c.max_len)
-        self.dropout = nn.Dropout(c.dropout)             # on embeddings + positions (paper section 5.4)
         self.encoder = Encoder(c.n_encoder_layers, c.d_model, c.n_heads, c.d_ff, c.dropout,
                                c.attention_dropout, c.norm_first, c.layer_norm_eps)
         self.decoder = Decoder(c.n_decoder_layers, c.d_model, c.n_heads, c.d_ff, c.dropout,
@@ -64,7 +66,7 @@ class Transformer(nn.Module):
             src_mask = self.make_src_mask(src)           # (B, 1, S)
         x = self.src_embedding(src, "src")               # (B, S) -> (B, S, D)
         x = self.positions(x)                            # (B, S, D)
-        x = self.dropout(x)                              # (B, S, D)
+        x = F.dropout(x, c.dropout, self.training)       # (B, S, D): on embeddings + positions (section 5.4)
         memory, weights = self.encoder(x, src_mask, need_weights)  # (B, S, D)
         return (memory, weights) if need_weights else memory
 
@@ -86,7 +88,7 @@ class Transformer(nn.Module):
             tgt_mask = self.make_tgt_mask(tgt_in)        # (B, T, T)
         y = self.tgt_embedding(tgt_in, "tgt_in")         # (B, T) -> (B, T, D)
         y = self.positions(y)                            # (B, T, D)
-        y = self.dropout(y)                              # (B, T, D)
+        y = F.dropout(y, c.dropout, self.training)       # (B, T, D)
         y, weights = self.decoder(y, memory, tgt_mask, src_mask, need_weights)  # (B, T, D)
         W = self.tgt_embedding.E if c.tie_output_embedding else self.W_out.weight  # (V, D) both
         logits = output_projection(y, W)                 # (B, T, D) -> (B, T, V)
@@ -98,21 +100,23 @@ class Transformer(nn.Module):
 
     def decode_cached(self, tgt_in: torch.Tensor, memory: torch.Tensor, cache: DecoderCache,
                       src_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """The fast path of `decode` while generating: tgt_in (B, T) holds only the positions after those in
-        `cache` (usually T = 1, the newest token); their keys and values join the cache, the earlier ones are
-        read from it, and the cross-attention keys and values of the memory are computed once.
+        """The fast path of `decode` while generating (eval mode): tgt_in (B, T) holds only the positions after
+        those in `cache` (usually T = 1, the newest token); their keys and values join the cache, the earlier
+        ones are read from it, and the cross-attention keys and values of the memory are computed once.
         Returns logits (B, T, V_tgt) of the new positions."""
+        if self.training:
+            raise ValueError("decode_cached: expected a model in eval mode (decoding applies no dropout); call "
+                             "model.eval() first")
         c = self.config
-        check_tokens(tgt_in, c.tgt_vocab_size, "tgt_in")
         T = tgt_in.shape[1]
         past = cache.length
         tgt_mask = None                                  # one new position may attend to every cached one
         if T > 1:                                        # several: causal, shifted by the past
             tgt_mask = torch.ones(T, past + T, dtype=torch.bool, device=tgt_in.device).tril(past)[None]  # (1, T, t)
-        y = self.tgt_embedding(tgt_in, "tgt_in")         # (B, T) -> (B, T, D)
+        # the ids are the model's own argmax (and a BOS that greedy_decode and beam_search check): no check per step
+        y = F.embedding(tgt_in, self.tgt_embedding.E) * math.sqrt(c.d_model)  # (B, T) -> (B, T, D)
         y = self.positions(y, past)                      # (B, T, D): positions past .. past + T - 1
-        y = self.dropout(y)                              # (B, T, D)
-        y, _ = self.decoder(y, memory, tgt_mask, src_mask, cache=cache)  # (B, T, D)
+        y = self.decoder.forward_cached(y, memory, tgt_mask, src_mask, cache)  # (B, T, D)
         W = self.tgt_embedding.E if c.tie_output_embedding else self.W_out.weight  # (V, D)
         return output_projection(y, W)                   # (B, T, V)
 
