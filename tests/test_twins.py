@@ -65,7 +65,8 @@ def _public(node) -> bool:
 
 def numpy_twins(module: str, tree: ast.Module) -> list[Twin]:
     return [Twin(_key(node.name), f"{module}.{node.name}", node) for node in tree.body
-            if _public(node) and isinstance(node, ast.FunctionDef) and not _matches(node.name, twins.BY_NATURE["names"])]
+            if _public(node) and isinstance(node, ast.FunctionDef)
+            and not _matches(node.name, twins.BY_NATURE["names"])]
 
 
 def torch_twins(module: str, tree: ast.Module) -> list[Twin]:

@@ -44,7 +44,8 @@ def test_dot_and_scaled_dot_gradcheck_and_scale():
         _check_scores(lambda x, p: forward(x["q"], x["k"]),
                       lambda d, cache: (dict(zip("qk", backward(d, cache))), {}),
                       {"q": q, "k": k})
-    np.testing.assert_allclose(_scores(scaled_dot_scores_forward, q, k), _scores(dot_scores_forward, q, k) / math.sqrt(DQ))
+    np.testing.assert_allclose(_scores(scaled_dot_scores_forward, q, k),
+                               _scores(dot_scores_forward, q, k) / math.sqrt(DQ))
 
 
 def test_cosine_scores_in_range_and_gradcheck():

@@ -250,7 +250,8 @@ def _resume_checkpoint(path, model: nn.Module, src_vocab, tgt_vocab, device: tor
 
 
 def train(model: nn.Module, train_loader: Iterable, val_loader: Iterable | None = None,
-          config: TrainConfig = TrainConfig(), *, forward: Callable[[nn.Module, Batch], torch.Tensor] = transformer_logits,
+          config: TrainConfig = TrainConfig(), *,
+          forward: Callable[[nn.Module, Batch], torch.Tensor] = transformer_logits,
           loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
           evaluate_fn: Callable[[nn.Module], dict] | None = None, d_model: int | None = None,
           src_vocab: Vocab | None = None,
