@@ -216,7 +216,8 @@ class KVCache:
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1 .. head_H) W_o, head_h = Attention(Q W_q^h, K W_k^h, V W_v^h).
 
-    The H heads' projections are stored together as one (D, D) matrix each (nn.Linear layout (out, in)).
+    The H heads' projections are stored together as one (D, D) matrix each (nn.Linear layout (out, in)); all
+    paths apply them with F.linear, as the NumPy twin applies its own with `linear_forward`.
     Initialisation: Xavier uniform for each projection, zero biases (the NumPy twin's). `dropout` acts on the
     attention weights.
     """
@@ -229,7 +230,7 @@ class MultiHeadAttention(nn.Module):
         self.n_heads = n_heads
         self.d_head = d_model // n_heads
         self.dropout = dropout
-        self.use_fused = True                            # False: forward_fast computes the weights explicitly
+        self.use_fused = True                            # False: the fast paths write attention out (tests, FLOPs)
         self.W_q = nn.Linear(d_model, d_model)
         self.W_k = nn.Linear(d_model, d_model)
         self.W_v = nn.Linear(d_model, d_model)
@@ -256,9 +257,9 @@ class MultiHeadAttention(nn.Module):
         B, Tq, D = x_q.shape
         Tk = x_kv.shape[1]
         H, Dh = self.n_heads, self.d_head
-        q = self.W_q(x_q)                                # (B, Tq, D)
-        k = self.W_k(x_kv)                               # (B, Tk, D)
-        v = self.W_v(x_kv)                               # (B, Tk, D)
+        q = F.linear(x_q, self.W_q.weight, self.W_q.bias)    # (B, Tq, D)
+        k = F.linear(x_kv, self.W_k.weight, self.W_k.bias)   # (B, Tk, D)
+        v = F.linear(x_kv, self.W_v.weight, self.W_v.bias)   # (B, Tk, D)
         q = q.view(B, Tq, H, Dh).transpose(1, 2)         # (B, Tq, D) -> (B, H, Tq, Dh)
         k = k.view(B, Tk, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
         v = v.view(B, Tk, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
@@ -267,7 +268,7 @@ class MultiHeadAttention(nn.Module):
             mask = mask[:, None]                         # (B, Tq, Tk) -> (B, 1, Tq, Tk): same for every head
         heads, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training)  # (B, H, Tq, Dh)
         merged = heads.transpose(1, 2).reshape(B, Tq, D)  # (B, H, Tq, Dh) -> (B, Tq, H, Dh) -> (B, Tq, D)
-        out = self.W_o(merged)                           # (B, Tq, D)
+        out = F.linear(merged, self.W_o.weight, self.W_o.bias)  # (B, Tq, D)
         return out, weights
 
     def _fused_projection(self) -> tuple[torch.Tensor, torch.Tensor]:
