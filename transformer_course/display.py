@@ -115,17 +115,32 @@ def _same(a: str | None, b: str | None) -> bool:
     return a is not None and b is not None and a.split() == b.split()
 
 
+_TWIN_IDIOMS = [  # how the same step is spelt in NumPy and in PyTorch, taken out before lines are compared
+    (re.compile(r",\s*(?:\w*cache\w*|_)(?=\s*=[^=])"), ""),    # NumPy's extra outputs: "y, cache = f(x)"
+    (re.compile(r"params\[\"(\w+)\"\]"), r"\1"),              # params["W_1"]      -> W_1
+    (re.compile(r"self\.W_(\w+)\.weight"), r"W_\1"),           # self.W_1.weight    -> W_1
+    (re.compile(r"self\.W_(\w+)\.bias"), r"b_\1"),             # self.W_1.bias      -> b_1
+    (re.compile(r"\b(?:self|np|torch|F|model)\."), ""),         # namespaces
+    (re.compile(r"(\w+)_forward\b"), r"\1"),                    # linear_forward(    -> linear(
+]
+
+
 def _code_of(line: str) -> str:
-    """A line without its comment and spaces: what decides how alike two lines are."""
+    """A line without its comment, spacing and the twins' idioms: what decides how alike two lines are."""
     code = re.sub(r"\s+#.*$", "", line) if not line.lstrip().startswith("#") else line
+    for pattern, replacement in _TWIN_IDIOMS:
+        code = pattern.sub(replacement, code)
     return re.sub(r"\s+", "", code)
 
 
 def _similarity(a: str, b: str) -> float:
     a, b = _code_of(a), _code_of(b)
+    if not a or not b:                                   # blank lines: pair them, but let code decide the rows
+        return 0.1 if a == b else 0.0
     if a == b:
         return 1.0
-    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+    tokens_a, tokens_b = re.findall(r"\w+|[^\w\s]", a), re.findall(r"\w+|[^\w\s]", b)
+    return difflib.SequenceMatcher(None, tokens_a, tokens_b, autojunk=False).ratio()
 
 
 def _align(left: list[str], right: list[str], threshold: float = 0.5) -> list[tuple[str | None, str | None]]:

@@ -23,8 +23,8 @@ def greedy_decode(src: np.ndarray, params: dict, config: ModelConfig, max_len: i
     """Pick the most probable token at every step: src (B, S) -> tokens (B, L), L <= max_len (default S + 50)."""
     check_tokens(src, config.src_vocab_size, "src")
     max_len = check_max_len(max_len, src.shape[1], config.max_len)
-    bos_id = check_id("bos_id", bos_id, config.tgt_vocab_size)
-    eos_id = check_id("eos_id", eos_id, config.tgt_vocab_size)
+    check_id("bos_id", bos_id, config.tgt_vocab_size)
+    check_id("eos_id", eos_id, config.tgt_vocab_size)
     if src_mask is None:
         src_mask = make_src_mask(src, config)            # (B, 1, S)
     B = src.shape[0]
