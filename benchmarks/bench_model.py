@@ -185,7 +185,7 @@ def bench_decoding(args, device) -> tuple[list[str], float]:
                             "hand_eos": lambda: kv_reference_greedy(model, src, 32, stop_at_eos=True),
                             "decoder": lambda: greedy(False), "all": lambda: naive_greedy(model, src, 32),
                             "beam4": lambda: beam_search(model, src, beam_size=4, max_len=32)},
-                           args.rounds, 1, device, args.clock_fn)
+                           args.decode_rounds, 1, device, args.clock_fn)
     n = 16 * 32
     rows = [("greedy, KV cache (greedy_decode)", "cache"), ("greedy, hand-written KV loop", "hand"),
             ("greedy, hand-written KV loop + EOS", "hand_eos"),
@@ -267,6 +267,9 @@ def main(argv=None) -> None:
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, mps")
     parser.add_argument("--threads", type=int, default=None, help="intra-op CPU threads (default: torch's)")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds; medians are reported")
+    parser.add_argument("--decode-rounds", type=int, default=21,
+                        help="interleaved rounds of the decoding table (a call takes milliseconds: more rounds, "
+                             "steadier medians)")
     parser.add_argument("--steps", type=int, default=3, help="training steps per round (tiny)")
     parser.add_argument("--dropout", type=float, default=0.1, help="the same dropout for both models")
     parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
@@ -277,7 +280,7 @@ def main(argv=None) -> None:
                              "jobs does not inflate (meaningful on CPU with --threads 1 only)")
     args = parser.parse_args(argv)
     if args.quick:
-        args.rounds, args.steps, args.sizes = 3, 1, "tiny"
+        args.rounds, args.decode_rounds, args.steps, args.sizes = 3, 3, 1, "tiny"
     if args.threads:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
@@ -287,7 +290,7 @@ def main(argv=None) -> None:
     peak = matmul_peak(device, 512 if args.quick else 1024, args.clock_fn)
     print(f"device {device}, {torch.get_num_threads()} CPU threads, torch {torch.__version__}, "
           f"precision {args.precision}, compile {args.compile}, dropout {args.dropout}, "
-          f"{args.rounds} interleaved rounds (medians), {args.clock} clock")
+          f"{args.rounds} interleaved rounds (medians; {args.decode_rounds} for decoding), {args.clock} clock")
     results = [bench_training(size.strip(), args, device) for size in args.sizes.split(",")]
     peak = max(peak, matmul_peak(device, 512 if args.quick else 1024, args.clock_fn))
     print(f"matmul peak (the larger of two measurements, before and after the training runs) "
