@@ -81,6 +81,8 @@ TORCH_ONLY_NAMES = {
     "attention.MultiHeadAttention.forward_cached": "the fast path of decoding: new positions, key/value cache",
     "attention.MultiHeadAttention.attend": "picks the teaching path when the weights are wanted, else the fast one",
     "attention.set_fused_attention": "switches the fast path's kernel (fused or explicit) for tests and profiling",
+    "bahdanau.BahdanauDecoderStep.project_keys": "the fast path: U_a h_j, the same at every step, computed once",
+    "bahdanau.BahdanauDecoderStep.forward_cached": "the fast path of training and generation, with project_keys",
     "bahdanau.BahdanauSeq2Seq": "the whole model (embeddings, initial state, output layer, generation) is "
                                 "trained in PyTorch only; the NumPy chapter builds and checks its two pieces",
     "decoder.DecoderCache": "the key/value caches of every decoder layer: a fast path of decoding",

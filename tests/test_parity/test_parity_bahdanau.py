@@ -82,7 +82,8 @@ def test_attention_decoder_step():
     assert_trees_close(s, s_np)
     assert_trees_close(weights, cache["weights"])
     assert_trees_close(context, cache["context"])
-    _, s_model, _ = model.decode_step(y_prev, s0, annotations, context, mask)  # the same step inside the model
+    _, s_model, _ = model.decode_step(y_prev, s0, annotations, model.decoder.project_keys(annotations), context,
+                                       mask)  # the same step inside the model
     assert_trees_close(s_model, s_np)
     ds = np.random.default_rng(3).standard_normal(s_np.shape)
     (_, ds_prev, dann), grads = np_bahdanau.bahdanau_decoder_step_backward(ds, cache)

@@ -51,7 +51,8 @@ def test_attention_step_is_the_additive_score():
     model = BahdanauSeq2Seq(12, 14, emb=8, hidden=16).double()
     src, tgt = _batch()
     annotations, context, s0, mask = model.encode(src)
-    _, _, weights = model.decode_step(tgt[:, 0], s0, annotations, context, mask)
+    keys = model.decoder.project_keys(annotations)       # (B, S, A): U_a h_j, once per source
+    _, _, weights = model.decode_step(tgt[:, 0], s0, annotations, keys, context, mask)
     step = model.decoder
     scores = additive_scores(s0[:, None, :], annotations, step.W_a, step.U_a, step.v_a)[:, 0]  # (B, S)
     expected = torch.softmax(scores.masked_fill(~mask, float("-inf")), -1)

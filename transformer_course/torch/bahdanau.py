@@ -82,6 +82,21 @@ class BahdanauDecoderStep(nn.Module):
         s_new = self.cell(cell_in, s_prev)               # (B, h)
         return s_new, context, weights
 
+    def project_keys(self, annotations: torch.Tensor) -> torch.Tensor:
+        """U_a h_j for every annotation (B, S, 2h) -> (B, S, A): the same at every step, so computed once per
+        source (Bahdanau et al., appendix A.1.2)."""
+        return annotations @ self.U_a                    # (B, S, A)
+
+    def forward_cached(self, y_prev: torch.Tensor, s_prev: torch.Tensor, annotations: torch.Tensor,
+                       keys: torch.Tensor, mask: torch.Tensor | None = None
+                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The fast path of `forward` that training and generation run: keys = project_keys(annotations)."""
+        scores = torch.tanh((s_prev @ self.W_a)[:, None, :] + keys) @ self.v_a  # (B, S, A) -> (B, S)
+        weights = masked_softmax(scores, mask)           # (B, S)
+        context = (weights[:, None, :] @ annotations)[:, 0]  # (B, 2h)
+        s_new = self.cell(torch.cat([y_prev, context], dim=-1), s_prev)  # (B, h)
+        return s_new, context, weights
+
 
 class BahdanauSeq2Seq(nn.Module):
     """RNN encoder-decoder; with attention=True the decoder attends to every annotation h_j at every step.
@@ -128,12 +143,15 @@ class BahdanauSeq2Seq(nn.Module):
 
     # ------------------------------------------------------------------ one decoder step
     def decode_step(self, y_prev: torch.Tensor, s_prev: torch.Tensor, annotations: torch.Tensor,
-                    context: torch.Tensor, mask: torch.Tensor
+                    keys: torch.Tensor | None, context: torch.Tensor, mask: torch.Tensor
                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """y_prev (B,), s_prev (B, h) -> (logits (B, V), s (B, h), weights (B, S) or None)."""
+        """y_prev (B,), s_prev (B, h) -> (logits (B, V), s (B, h), weights (B, S) or None).
+
+        keys = decoder.project_keys(annotations), computed once per source (None without attention).
+        """
         e = self.tgt_embedding(y_prev)                   # (B,) -> (B, E)
         if self.attention:
-            s, c, weights = self.decoder(e, s_prev, annotations, mask)  # (B, h), (B, 2h), (B, S)
+            s, c, weights = self.decoder.forward_cached(e, s_prev, annotations, keys, mask)  # (B, h), (B, 2h), (B, S)
         else:
             s, c, weights = self.decoder(torch.cat([e, context], dim=-1), s_prev), context, None  # the same c
         logits = self.W_out(torch.cat([s, c, e], dim=-1))  # (B, h + 2h + E) -> (B, V)
@@ -145,9 +163,10 @@ class BahdanauSeq2Seq(nn.Module):
         if tgt_in.shape[0] != src.shape[0]:
             raise ValueError(f"tgt_in: expected batch size {src.shape[0]} (as src), got {tgt_in.shape[0]}")
         annotations, context, s, mask = self.encode(src)  # (B, S, 2h), (B, 2h), (B, h), (B, S)
+        keys = self.decoder.project_keys(annotations) if self.attention else None  # (B, S, A)
         all_logits, all_weights = [], []
         for t in range(tgt_in.shape[1]):
-            logits, s, weights = self.decode_step(tgt_in[:, t], s, annotations, context, mask)  # (B, V)
+            logits, s, weights = self.decode_step(tgt_in[:, t], s, annotations, keys, context, mask)  # (B, V)
             all_logits.append(logits)
             all_weights.append(weights)
         logits = torch.stack(all_logits, dim=1)          # (B, T, V)
@@ -167,11 +186,12 @@ class BahdanauSeq2Seq(nn.Module):
         check_id("eos_id", eos_id, self.tgt_vocab)
         with eval_mode(self):
             annotations, context, s, mask = self.encode(src)
+            keys = self.decoder.project_keys(annotations) if self.attention else None  # (B, S, A)
             next_token = torch.full((B,), bos_id, dtype=torch.long, device=src.device)  # (B,)
             finished = torch.zeros(B, dtype=torch.bool, device=src.device)              # (B,)
             tokens, all_weights = [], []
             for _ in range(max_len):
-                logits, s, weights = self.decode_step(next_token, s, annotations, context, mask)  # (B, V)
+                logits, s, weights = self.decode_step(next_token, s, annotations, keys, context, mask)  # (B, V)
                 next_token = logits.argmax(-1).masked_fill(finished, self.pad_id)  # (B,): finished rows only pad
                 tokens.append(next_token)
                 all_weights.append(weights)
