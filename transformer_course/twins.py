@@ -128,6 +128,11 @@ INTENDED_DUPLICATES = {  # {path: (what, why)}
         "train_step and its loop, next to training/trainer.py",
         "the NumPy model's trainer is small on purpose (the chapters read it whole) and has no devices, "
         "precision, checkpoints or DDP"),
+    "transformer_course/torch/attention.py": (
+        "the projection and head-splitting lines of MultiHeadAttention.forward, forward_fast and forward_cached",
+        "the teaching path reads whole, line for line as its NumPy twin; the fast paths are separate functions so "
+        "that it stays free of fused kernels and caches (the same holds for BahdanauDecoderStep.forward and "
+        "forward_cached)"),
     "transformer_course/torch/bahdanau.py": (
         "BahdanauSeq2Seq.generate, a greedy loop next to decoding.greedy_decode",
         "the RNN decodes one state at a time and returns its attention weights; the Transformer's interface "
