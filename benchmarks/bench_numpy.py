@@ -35,11 +35,12 @@ if __name__ == "__main__":
 import numpy as np  # noqa: E402
 
 from transformer_course.config import ModelConfig, TrainConfig  # noqa: E402
+from transformer_course.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID  # noqa: E402
 from transformer_course.numpy import (cross_entropy_backward, cross_entropy_forward, greedy_decode,  # noqa: E402
                                       init_transformer, transformer_backward, transformer_forward)
 from transformer_course.training.numpy_trainer import train_numpy  # noqa: E402
 
-PAD, BOS, EOS, FIRST_SYMBOL = 0, 1, 2, 3
+PAD, BOS, EOS, FIRST_SYMBOL = PAD_ID, BOS_ID, EOS_ID, UNK_ID  # no unknown tokens here: symbols start at 3
 
 
 # ---------------------------------------------------------------- the reverse task
@@ -72,7 +73,7 @@ def training_batches(rng: np.random.Generator, held_out: set, batch_size: int, n
 def token_accuracy(params: dict, config: ModelConfig, seqs: list[tuple], max_len: int) -> tuple[float, float]:
     """Greedy decoding of every held-out source: (token accuracy over reversed(seq) EOS, exact-match rate)."""
     src, _, tgt_out = to_batch(seqs, max_len)
-    pred = greedy_decode(params, config, src, BOS, EOS, max_len=max_len + 1)  # (N, <= max_len + 1)
+    pred = greedy_decode(src, params, config, max_len=max_len + 1, bos_id=BOS, eos_id=EOS)  # (N, <= max_len + 1)
     padded = np.full(tgt_out.shape, PAD, dtype=np.int64)
     padded[:, :pred.shape[1]] = pred[:, :tgt_out.shape[1]]
     real = tgt_out != PAD
@@ -136,7 +137,7 @@ def run_speed(args) -> list[tuple[str, str]]:
     def numpy_step():
         logits, cache = transformer_forward(src, tgt_in, params, config)
         _, loss_cache = cross_entropy_forward(logits, tgt_out, config.pad_id, 0.1)
-        transformer_backward(cross_entropy_backward(loss_cache), cache)
+        transformer_backward(cross_entropy_backward(1.0, loss_cache), cache)
 
     rows = [("speed config", f"course preset (D=128 H=4 F=512 2+2 layers), V={args.vocab}, B={B}, S=T={S}, "
                              f"float32, forward + loss + backward, median of {args.repeats}")]

@@ -2,14 +2,18 @@
 
 Chapters never paste package code; they display it from the installed package, so the book and the code
 cannot drift apart (nbval fails when the code changes and the stored output does not).
-Both return small objects with an HTML view (syntax-highlighted, inline styles, so the static site needs no
-extra CSS) and a plain-text view (what nbval compares, and what a terminal shows).
+Both return small objects with an HTML view (inline styles, so the static site needs no extra CSS) and a
+plain-text view (what nbval compares, and what a terminal shows). `show_diff` pairs the lines of the two
+twins by similarity, so the same step written in NumPy and in PyTorch sits on one row.
 """
 from __future__ import annotations
 
+import ast
 import difflib
 import html
 import inspect
+import re
+import textwrap
 from pathlib import Path
 
 from pygments import highlight
@@ -62,35 +66,130 @@ class SourceView:
 
 
 class DiffView:
-    """Two sources side by side, lines aligned, differing lines tinted."""
+    """Two sources side by side: lines paired by similarity, differences marked within each line.
+
+    The plain text lists the rows one after the other: "  " a line both sides share, "- " / "+ " a NumPy /
+    PyTorch line (a pair of them, one after the other, is the same step written twice).
+    """
 
     def __init__(self, left: SourceView, right: SourceView):
         self.left = left
         self.right = right
+        self.rows = _align(left.code.splitlines(), right.code.splitlines())  # [(left or None, right or None)]
 
     def __repr__(self) -> str:
-        diff = difflib.unified_diff(self.left.code.splitlines(), self.right.code.splitlines(),
-                                    fromfile=self.left.location, tofile=self.right.location, lineterm="")
-        return "\n".join(diff)
+        lines = [f"--- {self.left.location}", f"+++ {self.right.location}"]
+        for a, b in self.rows:
+            if _same(a, b):
+                lines.append("  " + a)
+                continue
+            lines += (["- " + a] if a is not None else []) + (["+ " + b] if b is not None else [])
+        return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        left_lines = self.left.code.splitlines()
-        right_lines = self.right.code.splitlines()
-        matcher = difflib.SequenceMatcher(a=left_lines, b=right_lines, autojunk=False)
+        cell = '<td style="padding:0 0.6em;vertical-align:top">{}</td>'
         rows = []
-        for tag, a0, a1, b0, b1 in matcher.get_opcodes():
-            span = max(a1 - a0, b1 - b0)
-            for k in range(span):
-                left = left_lines[a0 + k] if a0 + k < a1 else ""
-                right = right_lines[b0 + k] if b0 + k < b1 else ""
-                tint = "" if tag == "equal" else ' style="background:#fff3cd"'
-                rows.append(f"<tr{tint}><td><code>{html.escape(left)}</code></td>"
-                            f"<td><code>{html.escape(right)}</code></td></tr>")
-        head = (f"<tr><th>{html.escape(self.left.location)}</th>"
-                f"<th>{html.escape(self.right.location)}</th></tr>")
-        style = ("border-collapse:collapse;font-size:0.78em;white-space:pre;"
-                 "font-family:monospace;text-align:left")
+        for a, b in self.rows:
+            if _same(a, b):
+                tint, left, right = "", html.escape(a), html.escape(b)
+            elif a is not None and b is not None:
+                tint, (left, right) = _CHANGED, _mark_changes(a, b)
+            else:
+                tint = _ONLY_LEFT if b is None else _ONLY_RIGHT
+                left, right = html.escape(a or ""), html.escape(b or "")
+            rows.append(f"<tr{tint}>{cell.format(left)}{cell.format(right)}</tr>")
+        head = (f'<tr><th style="text-align:left">{html.escape(self.left.location)}</th>'
+                f'<th style="text-align:left">{html.escape(self.right.location)}</th></tr>')
+        style = "border-collapse:collapse;font-size:0.78em;white-space:pre;font-family:monospace;text-align:left"
         return f'<table class="tc-diff" style="{style}">{head}{"".join(rows)}</table>'
+
+
+_CHANGED = ' style="background:#fff8e1"'                 # the same step, written differently
+_ONLY_LEFT = ' style="background:#fdecea"'               # a line only the left (NumPy) side has
+_ONLY_RIGHT = ' style="background:#e8f5e9"'              # a line only the right (PyTorch) side has
+_MARK = '<span style="background:#ffd54f">{}</span>'
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    """Two lines that differ at most in spacing (e.g. where a shape comment starts)."""
+    return a is not None and b is not None and a.split() == b.split()
+
+
+_TWIN_IDIOMS = [  # how the same step is spelt in NumPy and in PyTorch, taken out before lines are compared
+    (re.compile(r",\s*(?:\w*cache\w*|_)(?=\s*=[^=])"), ""),    # NumPy's extra outputs: "y, cache = f(x)"
+    (re.compile(r"params\[\"(\w+)\"\]"), r"\1"),              # params["W_1"]      -> W_1
+    (re.compile(r"self\.W_(\w+)\.weight"), r"W_\1"),           # self.W_1.weight    -> W_1
+    (re.compile(r"self\.W_(\w+)\.bias"), r"b_\1"),             # self.W_1.bias      -> b_1
+    (re.compile(r"\b(?:self|np|torch|F|model)\."), ""),         # namespaces
+    (re.compile(r"(\w+)_forward\b"), r"\1"),                    # linear_forward(    -> linear(
+]
+
+
+def _code_of(line: str) -> str:
+    """A line without its comment, spacing and the twins' idioms: what decides how alike two lines are."""
+    code = re.sub(r"\s+#.*$", "", line) if not line.lstrip().startswith("#") else line
+    for pattern, replacement in _TWIN_IDIOMS:
+        code = pattern.sub(replacement, code)
+    return re.sub(r"\s+", "", code)
+
+
+def _similarity(a: str, b: str) -> float:
+    a, b = _code_of(a), _code_of(b)
+    if not a or not b:                                   # blank lines: pair them, but let code decide the rows
+        return 0.1 if a == b else 0.0
+    if a == b:
+        return 1.0
+    tokens_a, tokens_b = re.findall(r"\w+|[^\w\s]", a), re.findall(r"\w+|[^\w\s]", b)
+    return difflib.SequenceMatcher(None, tokens_a, tokens_b, autojunk=False).ratio()
+
+
+def _align(left: list[str], right: list[str], threshold: float = 0.5) -> list[tuple[str | None, str | None]]:
+    """Pair the lines of two sources in order so that the paired lines are as alike as possible (a global
+    alignment: dynamic programming over both sequences); lines less alike than `threshold` stay unpaired."""
+    n, m = len(left), len(right)
+    best = [[0.0] * (m + 1) for _ in range(n + 1)]      # best[i][j]: the best total for left[i:] and right[j:]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            similarity = _similarity(left[i], right[j])
+            paired = best[i + 1][j + 1] + similarity if similarity >= threshold else -1.0
+            best[i][j] = max(paired, best[i + 1][j], best[i][j + 1])
+    rows, i, j = [], 0, 0
+    while i < n or j < m:
+        if i < n and j < m and _similarity(left[i], right[j]) >= threshold \
+                and best[i][j] == best[i + 1][j + 1] + _similarity(left[i], right[j]):
+            rows.append((left[i], right[j]))
+            i, j = i + 1, j + 1
+        elif i < n and (j == m or best[i][j] == best[i + 1][j]):
+            rows.append((left[i], None))
+            i += 1
+        else:
+            rows.append((None, right[j]))
+            j += 1
+    return rows
+
+
+def _mark_changes(a: str, b: str) -> tuple[str, str]:
+    """Both lines as HTML, the words that differ highlighted."""
+    words_a, words_b = re.findall(r"\w+|\s+|[^\w\s]", a), re.findall(r"\w+|\s+|[^\w\s]", b)
+    out_a, out_b = [], []
+    for tag, a0, a1, b0, b1 in difflib.SequenceMatcher(None, words_a, words_b, autojunk=False).get_opcodes():
+        piece_a, piece_b = html.escape("".join(words_a[a0:a1])), html.escape("".join(words_b[b0:b1]))
+        changed = tag != "equal"
+        out_a.append(_MARK.format(piece_a) if changed and piece_a.strip() else piece_a)
+        out_b.append(_MARK.format(piece_b) if changed and piece_b.strip() else piece_b)
+    return "".join(out_a), "".join(out_b)
+
+
+def _without_docstrings(code: str) -> str:
+    """The source without the docstrings of its functions and classes (a diff of the code itself)."""
+    tree = ast.parse(code)
+    drop = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body \
+                and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) \
+                and isinstance(node.body[0].value.value, str):
+            drop.update(range(node.body[0].lineno, node.body[0].end_lineno + 1))
+    return "\n".join(line for number, line in enumerate(code.splitlines(), 1) if number not in drop)
 
 
 def show_source(obj) -> SourceView:
@@ -99,6 +198,15 @@ def show_source(obj) -> SourceView:
     return SourceView(code, location)
 
 
-def show_diff(numpy_obj, torch_obj) -> DiffView:
-    """Put two implementations (typically the NumPy and the PyTorch twin) side by side, line against line."""
-    return DiffView(show_source(numpy_obj), show_source(torch_obj))
+def show_diff(numpy_obj, torch_obj, docstrings: bool = False) -> DiffView:
+    """Put two implementations (typically the NumPy and the PyTorch twin) side by side, line against line.
+
+    Methods are compared at the indentation of a function; docstrings are left out unless `docstrings=True`
+    (the chapters show them with `show_source`), so the rows are the code itself.
+    """
+    views = []
+    for obj in (numpy_obj, torch_obj):
+        view = show_source(obj)
+        code = textwrap.dedent(view.code)
+        views.append(SourceView(code if docstrings else _without_docstrings(code), view.location))
+    return DiffView(*views)

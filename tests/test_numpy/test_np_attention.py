@@ -9,12 +9,13 @@ import pytest
 
 from numpy_helpers import TOL, check_layer, lively
 from transformer_course.numpy.attention import (
-    additive_scores, additive_scores_backward, attention_pooling, attention_pooling_backward, cosine_scores,
-    cosine_scores_backward, dot_scores, dot_scores_backward, general_scores, general_scores_backward,
-    init_additive_scores, init_general_scores, init_location_scores, init_multi_head_attention,
-    location_scores, location_scores_backward, masked_softmax, multi_head_attention_backward,
-    multi_head_attention_forward, scaled_dot_product_attention_backward, scaled_dot_product_attention_forward,
-    scaled_dot_scores, scaled_dot_scores_backward, self_attention_backward)
+    additive_scores_backward, additive_scores_forward, attention_pooling_backward, attention_pooling_forward,
+    cosine_scores_backward, cosine_scores_forward, dot_scores_backward, dot_scores_forward,
+    general_scores_backward, general_scores_forward, init_additive_scores, init_general_scores,
+    init_location_scores, init_multi_head_attention, location_scores_backward, location_scores_forward,
+    masked_softmax, multi_head_attention_backward, multi_head_attention_forward,
+    scaled_dot_product_attention_backward, scaled_dot_product_attention_forward, scaled_dot_scores_backward,
+    scaled_dot_scores_forward, self_attention_backward, self_attention_forward)
 from transformer_course.numpy.masks import causal_mask, combine_masks, lengths_to_mask, padding_mask
 
 RNG = np.random.default_rng(0)
@@ -31,23 +32,29 @@ def _check_scores(forward, backward, inputs, params=None):
     check_layer(forward, backward, inputs, params if params is not None else {})
 
 
+def _scores(forward, *args):
+    scores, _ = forward(*args)
+    return scores
+
+
 def test_dot_and_scaled_dot_gradcheck_and_scale():
     q, k = _qk()
-    for scores, scores_backward in ((dot_scores, dot_scores_backward),
-                                    (scaled_dot_scores, scaled_dot_scores_backward)):
-        _check_scores(lambda x, p: (scores(x["q"], x["k"]), x),
-                      lambda d, x: (dict(zip("qk", scores_backward(d, x["q"], x["k"]))), {}),
+    for forward, backward in ((dot_scores_forward, dot_scores_backward),
+                              (scaled_dot_scores_forward, scaled_dot_scores_backward)):
+        _check_scores(lambda x, p: forward(x["q"], x["k"]),
+                      lambda d, cache: (dict(zip("qk", backward(d, cache))), {}),
                       {"q": q, "k": k})
-    np.testing.assert_allclose(scaled_dot_scores(q, k), dot_scores(q, k) / math.sqrt(DQ))
+    np.testing.assert_allclose(_scores(scaled_dot_scores_forward, q, k),
+                               _scores(dot_scores_forward, q, k) / math.sqrt(DQ))
 
 
 def test_cosine_scores_in_range_and_gradcheck():
     q, k = _qk()
-    s = cosine_scores(q, k)
+    s = _scores(cosine_scores_forward, q, k)
     assert s.shape == (B, TQ, TK) and np.all(np.abs(s) <= 1 + 1e-12)
-    np.testing.assert_allclose(cosine_scores(3.0 * q, k), s, atol=1e-7)  # scale-free: content only
-    _check_scores(lambda x, p: (cosine_scores(x["q"], x["k"]), x),
-                  lambda d, x: (dict(zip("qk", cosine_scores_backward(d, x["q"], x["k"]))), {}),
+    np.testing.assert_allclose(_scores(cosine_scores_forward, 3.0 * q, k), s, atol=1e-7)  # scale-free: content only
+    _check_scores(lambda x, p: cosine_scores_forward(x["q"], x["k"]),
+                  lambda d, cache: (dict(zip("qk", cosine_scores_backward(d, cache))), {}),
                   {"q": q, "k": k})
 
 
@@ -55,34 +62,33 @@ def test_general_scores_gradcheck():
     q, k = _qk(DK)
     params = lively(init_general_scores(RNG, DQ, DK, np.float64), RNG)
 
-    def backward(d, x):
-        dq, dk, grads = general_scores_backward(d, x["q"], x["k"], params["W_a"])
+    def backward(d, cache):
+        dq, dk, grads = general_scores_backward(d, cache)
         return {"q": dq, "k": dk}, grads
 
-    _check_scores(lambda x, p: (general_scores(x["q"], x["k"], p["W_a"]), x), backward, {"q": q, "k": k}, params)
+    _check_scores(lambda x, p: general_scores_forward(x["q"], x["k"], p["W_a"]), backward, {"q": q, "k": k}, params)
 
 
 def test_additive_scores_gradcheck_and_formula():
     q, k = _qk(DK)
     params = lively(init_additive_scores(RNG, DQ, DK, 7, np.float64), RNG)
-    s = additive_scores(q, k, **params)
+    s = _scores(additive_scores_forward, q, k, params["W_a"], params["U_a"], params["v_a"])
     # v_a^T tanh(W_a s + U_a h) for one query-key pair, written with column vectors as in the paper
     one = params["v_a"] @ np.tanh(params["W_a"].T @ q[1, 2] + params["U_a"].T @ k[1, 3])
     np.testing.assert_allclose(s[1, 2, 3], one)
 
-    def backward(d, x):
-        dq, dk, grads = additive_scores_backward(d, x["q"], x["k"], **params)
+    def backward(d, cache):
+        dq, dk, grads = additive_scores_backward(d, cache)
         return {"q": dq, "k": dk}, grads
 
-    _check_scores(lambda x, p: (additive_scores(x["q"], x["k"], **p), x), backward, {"q": q, "k": k}, params)
+    _check_scores(lambda x, p: additive_scores_forward(x["q"], x["k"], **p), backward, {"q": q, "k": k}, params)
 
 
 def test_location_scores_use_the_query_alone():
     q, _ = _qk()
     params = lively(init_location_scores(RNG, DQ, TK, np.float64), RNG)
-    assert location_scores(q, params["W_a"]).shape == (B, TQ, TK)
-    check_layer(lambda x, p: (location_scores(x, p["W_a"]), x),
-                lambda d, x: location_scores_backward(d, x, params["W_a"]), q, params)
+    assert _scores(location_scores_forward, q, params["W_a"]).shape == (B, TQ, TK)
+    check_layer(lambda x, p: location_scores_forward(x, p["W_a"]), location_scores_backward, q, params)
 
 
 def test_masked_softmax_zero_weight_and_empty_rows_without_warnings():
@@ -91,7 +97,8 @@ def test_masked_softmax_zero_weight_and_empty_rows_without_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("error")                   # any RuntimeWarning (0/0, exp overflow) fails
         w = masked_softmax(scores, mask)
-        out, w2 = attention_pooling(scores, np.ones((2, 4, 5), np.float32), mask)
+        out, pooling_cache = attention_pooling_forward(scores, np.ones((2, 4, 5), np.float32), mask)
+    w2 = pooling_cache["weights"]
     assert w.dtype == np.float32 and not np.isnan(w).any()
     assert np.all(w[0, :, 2] == 0)
     np.testing.assert_allclose(w[0].sum(-1), 1.0, rtol=1e-6)
@@ -113,11 +120,10 @@ def test_attention_pooling_gradcheck():
     mask = lengths_to_mask([4, 2], TK)                   # (B, 1, Tk)
 
     def forward(x, p):
-        out, weights = attention_pooling(x["scores"], x["values"], mask)
-        return out, (weights, x["values"])
+        return attention_pooling_forward(x["scores"], x["values"], mask)
 
     def backward(d, cache):
-        dscores, dvalues = attention_pooling_backward(d, *cache)
+        dscores, dvalues = attention_pooling_backward(d, cache)
         return {"scores": dscores, "values": dvalues}, {}
 
     errors = check_layer(forward, backward, {"scores": scores, "values": values}, {})
@@ -146,8 +152,7 @@ def test_multi_head_attention_gradcheck(self_attention):
     x_q = rng.standard_normal((2, 3, D))
     if self_attention:
         mask = causal_mask(3)
-        check_layer(lambda x, p: multi_head_attention_forward(x, x, p, H, mask), self_attention_backward,
-                    x_q, params)
+        check_layer(lambda x, p: self_attention_forward(x, p, H, mask), self_attention_backward, x_q, params)
     else:
         x_kv = rng.standard_normal((2, 5, D))
         mask = lengths_to_mask([5, 3], 5)
@@ -224,9 +229,9 @@ def test_attention_bad_inputs():
     with pytest.raises(ValueError, match="mask: expected a bool array"):
         multi_head_attention_forward(x, x, params, 2, mask=np.ones((2, 1, 4)))
     with pytest.raises(ValueError, match=r"k: expected last axis 5"):
-        dot_scores(np.ones((1, 2, 5)), np.ones((1, 3, 4)))
+        dot_scores_forward(np.ones((1, 2, 5)), np.ones((1, 3, 4)))
     with pytest.raises(ValueError, match=r"W_a: expected shape \(dq=5, dk=4\)"):
-        general_scores(np.ones((1, 2, 5)), np.ones((1, 3, 4)), np.ones((4, 5)))
+        general_scores_forward(np.ones((1, 2, 5)), np.ones((1, 3, 4)), np.ones((4, 5)))
 
 
 def test_masked_softmax_refuses_masks_that_are_not_bool_or_do_not_fit():

@@ -80,7 +80,7 @@ def test_cross_entropy_gradcheck_and_padding_gets_no_gradient():
     targets = rng.integers(1, 6, size=(2, 4))
     targets[0, 3] = 0
     _, cache = cross_entropy_forward(logits, targets, 0, 0.1)
-    dlogits = cross_entropy_backward(cache)
+    dlogits = cross_entropy_backward(1.0, cache)
     assert not dlogits[0, 3].any()
     errors = gradcheck(lambda: cross_entropy_forward(logits, targets, 0, 0.1)[0], logits, dlogits)
     assert errors["x"] < 1e-6
@@ -90,9 +90,9 @@ def test_cross_entropy_edge_cases_and_errors():
     logits = np.zeros((1, 2, 5), dtype=np.float32)
     loss, cache = cross_entropy_forward(logits, np.array([[1, 2]]), 0)
     assert loss == pytest.approx(math.log(5), rel=1e-6)
-    assert cross_entropy_backward(cache).dtype == np.float32
+    assert cross_entropy_backward(1.0, cache).dtype == np.float32
     loss, cache = cross_entropy_forward(logits, np.zeros((1, 2), dtype=np.int64), 0)
-    assert loss == 0.0 and not cross_entropy_backward(cache).any()  # all padding: 0, not NaN
+    assert loss == 0.0 and not cross_entropy_backward(1.0, cache).any()  # all padding: 0, not NaN
     with pytest.raises(ValueError, match=r"targets: expected shape \(B=1, T=2\), got \(1, 3\)"):
         cross_entropy_forward(logits, np.ones((1, 3), dtype=np.int64), 0)
     with pytest.raises(ValueError, match=r"targets: expected ids in \[0, 5\), got values in \[1, 5\]"):

@@ -78,7 +78,7 @@ def test_output_projection_gradcheck(tied):
     rng = np.random.default_rng(3)
     W = rng.standard_normal((7, 4) if tied else (4, 7))
     check_layer(lambda y, p: output_projection_forward(y, p["W"], tied),
-                lambda d, c: (lambda dy, dW: (dy, {"W": dW}))(*output_projection_backward(d, c)),
+                output_projection_backward,
                 rng.standard_normal((2, 3, 4)), {"W": W})
 
 
@@ -141,11 +141,11 @@ def test_residual_block_gradcheck(norm_first):
     norm = lively(init_layernorm(4, np.float64), rng)
 
     def forward(x, p):
-        return residual_forward(x, lambda h: feedforward_forward(h, p["ffn"]), p["norm"], norm_first,
-                                dropout_p=0.2, rng=np.random.default_rng(0), training=True)
+        return residual_forward(x, lambda h: feedforward_forward(h, p["ffn"]), feedforward_backward, p["norm"],
+                                norm_first, dropout=0.2, rng=np.random.default_rng(0), training=True)
 
     def backward(d, cache):
-        dx, dnorm, dffn = residual_backward(d, cache, feedforward_backward)
+        dx, dnorm, dffn = residual_backward(d, cache)
         return dx, {"ffn": dffn, "norm": dnorm}
 
     check_layer(forward, backward, rng.standard_normal((2, 3, 4)), {"ffn": ffn, "norm": norm})
@@ -160,8 +160,11 @@ def test_residual_forms():
     def double(h):
         return 2 * h, None
 
-    post, _ = residual_forward(x, double, norm, norm_first=False)
-    pre, _ = residual_forward(x, double, norm, norm_first=True)
+    def double_backward(d, cache):
+        return 2 * d, None
+
+    post, _ = residual_forward(x, double, double_backward, norm, norm_first=False)
+    pre, _ = residual_forward(x, double, double_backward, norm, norm_first=True)
     np.testing.assert_allclose(post, layernorm_forward(3 * x, norm)[0])
     np.testing.assert_allclose(pre, x + 2 * layernorm_forward(x, norm)[0])
 

@@ -32,7 +32,7 @@ def test_full_model_gradcheck(norm_first, positional, tied):
 
     logits, cache = transformer_forward(src, tgt_in, params, config)
     _, loss_cache = cross_entropy_forward(logits, tgt_out, config.pad_id, label_smoothing=0.1)
-    grads = transformer_backward(cross_entropy_backward(loss_cache), cache)
+    grads = transformer_backward(cross_entropy_backward(1.0, loss_cache), cache)
     assert [p for p, _ in tree_leaves(grads)] == [p for p, _ in tree_leaves(params)]
     errors = gradcheck(f, params, grads, max_entries=5, rng=rng)
     assert max(errors.values()) < TOL, {k: v for k, v in errors.items() if v >= TOL}
@@ -133,7 +133,7 @@ def test_overfits_one_tiny_batch():
     for _ in range(150):
         logits, cache = transformer_forward(src, tgt_in, params, config)
         loss, loss_cache = cross_entropy_forward(logits, tgt_out, config.pad_id)
-        optimizer.step(transformer_backward(cross_entropy_backward(loss_cache), cache))
+        optimizer.step(transformer_backward(cross_entropy_backward(1.0, loss_cache), cache))
     assert loss < 0.05
     keep = tgt_out != config.pad_id
     assert np.all(logits.argmax(-1)[keep] == tgt_out[keep])
@@ -147,7 +147,7 @@ def test_float32_stays_float32():
     logits, cache = transformer_forward(src, tgt_in, params, config, rng=rng, training=True)
     assert logits.dtype == np.float32
     _, loss_cache = cross_entropy_forward(logits, tgt_out, config.pad_id, 0.1)
-    grads = transformer_backward(cross_entropy_backward(loss_cache), cache)
+    grads = transformer_backward(cross_entropy_backward(1.0, loss_cache), cache)
     assert {g.dtype for _, g in tree_leaves(grads)} == {np.dtype(np.float32)}
 
 
@@ -170,7 +170,7 @@ def test_greedy_decode_shapes_and_padding_after_eos():
     rng = np.random.default_rng(10)
     params = lively(init_transformer(rng, config), rng)
     src, _, _ = tiny_batch(config)
-    out = greedy_decode(params, config, src, bos_id=1, eos_id=2, max_len=6)
+    out = greedy_decode(src, params, config, max_len=6, bos_id=1, eos_id=2)
     assert out.shape[0] == 2 and out.shape[1] <= 6
     for row in out:
         hits = np.flatnonzero(row == 2)

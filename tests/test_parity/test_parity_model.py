@@ -36,7 +36,7 @@ def test_loss(eps):
     loss = cross_entropy(lt, t(targets), pad_id=0, label_smoothing=eps)
     assert_trees_close(loss, loss_np)
     loss.backward()
-    assert_trees_close(lt.grad, np_loss.cross_entropy_backward(cache))
+    assert_trees_close(lt.grad, np_loss.cross_entropy_backward(1.0, cache))
 
 
 @pytest.mark.parametrize("overrides", [{}, {"norm_first": True},
@@ -56,7 +56,7 @@ def test_full_model_logits_loss_and_gradients(overrides):
     loss_np, loss_cache = np_loss.cross_entropy_forward(logits_np, tgt_out, pad_id=0, label_smoothing=0.1)
     loss = cross_entropy(logits, t(tgt_out), pad_id=0, label_smoothing=0.1)
     assert_trees_close(loss, loss_np)
-    grads_np = np_transformer.transformer_backward(np_loss.cross_entropy_backward(loss_cache), cache)
+    grads_np = np_transformer.transformer_backward(np_loss.cross_entropy_backward(1.0, loss_cache), cache)
     loss.backward()
     assert_trees_close(grads_as_numpy(model), grads_np)
 
@@ -72,12 +72,12 @@ def test_weights_from_numpy_init_run_in_torch():
 
 
 def test_greedy_decoding_gives_the_same_tokens():
-    np_transformer = pytest.importorskip("transformer_course.numpy.transformer")
+    np_decoding = pytest.importorskip("transformer_course.numpy.decoding")
     from transformer_course.torch.decoding import greedy_decode
     torch.manual_seed(0)
     model = randomise(Transformer(CONFIG.replace(tie_output_embedding=False)), scale=0.8).eval()
     params = torch_to_numpy(model)
     src, _, _ = _batch()
     ours = greedy_decode(model, t(src), max_len=10, bos_id=1, eos_id=2)
-    ref = np_transformer.greedy_decode(params, model.config, src, bos_id=1, eos_id=2, max_len=10)
+    ref = np_decoding.greedy_decode(src, params, model.config, max_len=10, bos_id=1, eos_id=2)
     np.testing.assert_array_equal(ours.numpy(), ref)

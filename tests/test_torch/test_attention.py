@@ -100,7 +100,7 @@ def test_multi_head_attention_equals_torch_multihead_attention(self_attention):
     mask = ~key_padding[:, None, :]                      # ours: True = may attend, (B, 1, S)
     ref_out, ref_w = ref(x, x_kv, x_kv, key_padding_mask=key_padding, need_weights=True, average_attn_weights=False)
     for need_weights in (True, False):
-        out, w = ours(x, x_kv, mask, need_weights=need_weights)
+        out, w = ours.attend(x, x_kv, mask, need_weights=need_weights)
         torch.testing.assert_close(out, ref_out, atol=1e-12, rtol=1e-12)
         if need_weights:
             torch.testing.assert_close(w, ref_w, atol=1e-12, rtol=1e-12)
@@ -112,32 +112,45 @@ def test_multi_head_attention_causal_equals_torch():
     ours, ref = _mha_pair()
     x = _rand(2, 6, 16, seed=3)
     ref_out, _ = ref(x, x, x, attn_mask=~causal_mask(6)[0], need_weights=False)
-    for need_weights in (True, False):
-        out, _ = ours(x, x, causal_mask(6), need_weights=need_weights)
-        torch.testing.assert_close(out, ref_out, atol=1e-12, rtol=1e-12)
-        out, _ = ours(x, x, is_causal=True, need_weights=need_weights)
-        torch.testing.assert_close(out, ref_out, atol=1e-12, rtol=1e-12)
+    out, _ = ours(x, x, causal_mask(6))                  # the teaching path
+    torch.testing.assert_close(out, ref_out, atol=1e-12, rtol=1e-12)
+    for fused in (True, False):
+        set_fused_attention(ours, fused)
+        torch.testing.assert_close(ours.forward_fast(x, x, causal_mask(6)), ref_out, atol=1e-12, rtol=1e-12)
+        torch.testing.assert_close(ours.forward_fast(x, x, is_causal=True), ref_out, atol=1e-12, rtol=1e-12)
+    set_fused_attention(ours, True)
 
 
 @pytest.mark.parametrize("dtype, tol", [(torch.float64, 1e-12), (torch.float32, 1e-4)])
-def test_explicit_and_fused_paths_are_equal_with_masks_in_value_and_gradient(dtype, tol):
+def test_teaching_and_fast_paths_are_equal_with_masks_in_value_and_gradient(dtype, tol):
+    """forward (the teaching path) == forward_fast with the fused kernel == forward_fast computed explicitly."""
     ours, _ = _mha_pair(dtype=dtype)
     x = _rand(3, 6, 16, seed=4, dtype=dtype)
     tokens = torch.tensor([[4, 4, 4, 4, 4, 4], [4, 4, 4, 0, 0, 0], [4, 4, 4, 4, 4, 0]])
     masks = [None, padding_mask(tokens, 0), causal_mask(6), combine_masks(causal_mask(6), padding_mask(tokens, 0))]
+
+    def teaching(xg, mask):
+        return ours(xg, xg, mask)[0]
+
+    def fast(fused):
+        def run(xg, mask):
+            set_fused_attention(ours, fused)
+            return ours.forward_fast(xg, xg, mask)
+        return run
+
     for mask in masks:
         results = []
-        for fused in (True, False):
-            set_fused_attention(ours, fused)
+        for path in (teaching, fast(True), fast(False)):
             xg = x.clone().requires_grad_(True)
-            out, _ = ours(xg, xg, mask)
+            out = path(xg, mask)
             out.pow(2).sum().backward()
             grads = [xg.grad] + [p.grad.clone() for p in ours.parameters()]
             ours.zero_grad()
             results.append((out.detach(), grads))
-        torch.testing.assert_close(results[0][0], results[1][0], atol=tol, rtol=tol)
-        for g_fused, g_explicit in zip(results[0][1], results[1][1]):
-            torch.testing.assert_close(g_fused, g_explicit, atol=tol, rtol=tol)
+        for other in results[1:]:
+            torch.testing.assert_close(other[0], results[0][0], atol=tol, rtol=tol)
+            for g_other, g_teaching in zip(other[1], results[0][1]):
+                torch.testing.assert_close(g_other, g_teaching, atol=tol, rtol=tol)
     set_fused_attention(ours, True)
 
 
@@ -147,7 +160,7 @@ def test_fully_masked_query_rows_give_zero_output_and_finite_gradients_on_both_p
     mask = torch.ones(2, 1, 4, dtype=torch.bool)
     mask[1] = False                                      # the second sequence is all padding
     for need_weights in (True, False):
-        out, _ = ours(x, x, mask, need_weights=need_weights)
+        out, _ = ours.attend(x, x, mask, need_weights=need_weights)
         expected = ours.W_o.bias.expand(4, 16)           # zero attention output, then + b_o
         torch.testing.assert_close(out[1], expected)
         out.sum().backward()
@@ -162,16 +175,17 @@ def test_kv_cache_gives_the_same_output_as_full_causal_attention():
     for fused in (True, False):
         set_fused_attention(ours, fused)
         cache = KVCache()
-        steps = [ours(x[:, t:t + 1], x[:, t:t + 1], kv_cache=cache)[0] for t in range(5)]
+        steps = [ours.forward_cached(x[:, t:t + 1], x[:, t:t + 1], cache) for t in range(5)]
         torch.testing.assert_close(torch.cat(steps, 1), full)
         assert cache.k.shape == (2, 4, 5, 4)
     memory = _rand(2, 7, 16, seed=7)
     static = KVCache(static=True)
-    first, _ = ours(x, memory, kv_cache=static)
+    first = ours.forward_cached(x, memory, static)
     keys = static.k
-    second, _ = ours(x, memory * 0, kv_cache=static)     # memory is ignored once cached
+    second = ours.forward_cached(x, memory * 0, static)  # memory is ignored once cached
     assert static.k is keys
     torch.testing.assert_close(first, second)
+    torch.testing.assert_close(first, ours(x, memory)[0])  # the teaching path
     set_fused_attention(ours, True)
 
 
@@ -217,10 +231,11 @@ def test_attention_dropout_only_in_training():
     mha = MultiHeadAttention(16, 4, dropout=0.5)
     x = torch.randn(2, 5, 16)
     mha.eval()
-    a, _ = mha(x, x)
-    b, _ = mha(x, x, need_weights=True)
+    a = mha.forward_fast(x, x)
+    b, _ = mha(x, x)
     torch.testing.assert_close(a, b)
     mha.train()
-    c, _ = mha(x, x)
-    assert not torch.allclose(a, c)
+    c = mha.forward_fast(x, x)
+    d, _ = mha(x, x)
+    assert not torch.allclose(a, c) and not torch.allclose(a, d)
     assert math.isfinite(float(c.detach().sum()))

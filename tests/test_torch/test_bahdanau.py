@@ -51,8 +51,10 @@ def test_attention_step_is_the_additive_score():
     model = BahdanauSeq2Seq(12, 14, emb=8, hidden=16).double()
     src, tgt = _batch()
     annotations, context, s0, mask = model.encode(src)
-    _, _, weights = model.decode_step(tgt[:, 0], s0, annotations, annotations @ model.U_a, context, mask)
-    scores = additive_scores(s0[:, None, :], annotations, model.W_a, model.U_a, model.v_a)[:, 0]  # (B, S)
+    keys = model.decoder.project_keys(annotations)       # (B, S, A): U_a h_j, once per source
+    _, _, weights = model.decode_step(tgt[:, 0], s0, annotations, keys, context, mask)
+    step = model.decoder
+    scores = additive_scores(s0[:, None, :], annotations, step.W_a, step.U_a, step.v_a)[:, 0]  # (B, S)
     expected = torch.softmax(scores.masked_fill(~mask, float("-inf")), -1)
     torch.testing.assert_close(weights, expected)
 
@@ -87,5 +89,5 @@ def test_bad_input_errors():
         model(src + 20, tgt)
     with pytest.raises(ValueError, match="tgt_in: expected batch size 3"):
         model(src, tgt[:2])
-    with pytest.raises(ValueError, match="at least one non-pad token"):
+    with pytest.raises(ValueError, match="mask: expected at least one real position in every sequence"):
         model(torch.zeros(2, 3, dtype=torch.long), tgt[:2])

@@ -35,10 +35,14 @@ def test_cached_logits_equal_full_decoder_logits_including_multi_token_steps():
     memory = model.encode(src, src_mask)
     full = model.decode(tgt, memory, src_mask)
     cache = model.new_cache()
-    first = model.decode(tgt[:, :4], memory, src_mask, cache=cache)   # several positions at once
-    rest = [model.decode(tgt[:, t:t + 1], memory, src_mask, cache=cache) for t in range(4, 6)]
+    first = model.decode_cached(tgt[:, :4], memory, cache, src_mask)   # several positions at once
+    rest = [model.decode_cached(tgt[:, t:t + 1], memory, cache, src_mask) for t in range(4, 6)]
     torch.testing.assert_close(torch.cat([first] + rest, 1), full, atol=1e-5, rtol=1e-5)
     assert isinstance(cache, DecoderCache) and cache.length == 6
+    model.train()
+    with pytest.raises(ValueError, match="decode_cached: expected a model in eval mode"):
+        model.decode_cached(tgt[:, :1], memory, model.new_cache(), src_mask)
+    model.eval()
 
 
 def test_greedy_output_format():
@@ -125,11 +129,13 @@ class _ScriptedModel(nn.Module):
         logp[other, EOS] = 0.0
         return logp
 
-    def decode(self, tgt_in, memory, src_mask=None, cache=None, tgt_mask=None):
-        if cache is not None:
-            cache.prefix = tgt_in if cache.prefix is None else torch.cat([cache.prefix, tgt_in], 1)
-            cache.length += tgt_in.shape[1]
+    def decode(self, tgt_in, memory, src_mask=None, tgt_mask=None):
         return torch.stack([self._next_logp(tgt_in[:, t]) for t in range(tgt_in.shape[1])], 1)
+
+    def decode_cached(self, tgt_in, memory, cache, src_mask=None):
+        cache.prefix = tgt_in if cache.prefix is None else torch.cat([cache.prefix, tgt_in], 1)
+        cache.length += tgt_in.shape[1]
+        return self.decode(tgt_in, memory, src_mask)
 
 
 @pytest.mark.parametrize("use_cache", [True, False])
@@ -149,9 +155,11 @@ def test_beam_search_finds_a_higher_scoring_output_than_greedy(use_cache):
 def test_decoding_errors_and_default_max_len():
     model = lively_model()
     src, _ = random_batch(B=2, S=5)
-    with pytest.raises(ValueError, match=r"max_len: expected an int in \[1, config.max_len=64\], got 65"):
+    with pytest.raises(ValueError, match=r"max_len: expected an int in \[1, 64\] \(at most config.max_len\), got 65"):
         greedy_decode(model, src, max_len=65)
-    with pytest.raises(ValueError, match="beam_size: expected an int >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"beam_size: expected an int in \[1, 19\] .*, got 0"):
         beam_search(model, src, beam_size=0)
-    out = greedy_decode(model, src, eos_id=-1)           # never stops early: runs to the default length
-    assert out.shape == (2, min(5 + 50, SMALL.max_len))
+    with torch.no_grad():
+        model.tgt_embedding.E[EOS] = 0.0                 # (tied) EOS's logit is 0, below the best of 18 others
+    out = greedy_decode(model, src)                      # never stops early: runs to the default length
+    assert out.shape == (2, min(5 + 50, SMALL.max_len)) and EOS not in out.flatten().tolist()

@@ -129,7 +129,7 @@ def test_embedding_scales_by_sqrt_d_model_and_checks_ids():
     assert abs(emb.E.std().item() - 16 ** -0.5) < 0.05
     with pytest.raises(ValueError, match=r"tokens: expected ids in \[0, 10\), got values in \[1, 10\]"):
         emb(torch.tensor([[1, 10]]))
-    with pytest.raises(TypeError, match="tokens: expected an int64 or int32 tensor, got torch.float32"):
+    with pytest.raises(TypeError, match=r"tokens: expected an integer tensor \(int64 or int32\), got torch.float32"):
         emb(torch.tensor([[1.0]]))
     with pytest.raises(ValueError, match=r"tokens: expected shape \(B, T\)"):
         emb(torch.tensor([1, 2]))

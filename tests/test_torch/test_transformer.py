@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from transformer_course.config import ModelConfig
 from transformer_course.torch.attention import set_fused_attention
-from transformer_course.torch.loss import cross_entropy
+from transformer_course.torch.loss import cross_entropy, fast_cross_entropy
 from transformer_course.torch.transformer import Transformer
 
 from torch_helpers import SMALL, lively_model, random_batch
@@ -65,8 +65,10 @@ def test_weight_tying_and_untied_variant():
     tied = Transformer(SMALL)
     assert tied.W_out is None
     src, tgt = random_batch()
-    y = torch.randn(2, 3, SMALL.d_model)
-    torch.testing.assert_close(tied.project(y), y @ tied.tgt_embedding.E.T)
+    seen = []
+    tied.decoder.register_forward_hook(lambda module, inputs, output: seen.append(output[0]))
+    logits = tied(src, tgt)                              # the decoder's output y times E^T: no W_out, no bias
+    torch.testing.assert_close(logits, seen[0] @ tied.tgt_embedding.E.T)
     untied = Transformer(SMALL.replace(tie_output_embedding=False, positional="learned"))
     assert untied.W_out.weight.shape == (SMALL.tgt_vocab_size, SMALL.d_model)
     assert untied(src, tgt).shape == (4, 6, SMALL.tgt_vocab_size)
@@ -75,19 +77,22 @@ def test_weight_tying_and_untied_variant():
     assert n_untied - n_tied == SMALL.tgt_vocab_size * SMALL.d_model + SMALL.max_len * SMALL.d_model
 
 
-def test_loss_equals_torch_cross_entropy_with_smoothing_and_padding():
+def test_teaching_and_fast_losses_equal_torch_cross_entropy_with_smoothing_and_padding():
+    """The hand-written loss (teaching) and the fused one (training) are both F.cross_entropy, gradients too."""
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(3, 5, 11, generator=g, dtype=torch.float64, requires_grad=True)
     targets = torch.randint(1, 11, (3, 5), generator=g)
     targets[0, 3:] = 0
     for eps in (0.0, 0.1):
-        ours = cross_entropy(logits, targets, pad_id=0, label_smoothing=eps)
         ref = F.cross_entropy(logits.reshape(-1, 11), targets.reshape(-1), ignore_index=0, label_smoothing=eps)
-        torch.testing.assert_close(ours, ref, atol=1e-12, rtol=1e-12)
-        g_ours, = torch.autograd.grad(ours, logits)
         g_ref, = torch.autograd.grad(ref, logits)
-        torch.testing.assert_close(g_ours, g_ref, atol=1e-12, rtol=1e-12)
-    assert cross_entropy(logits, torch.zeros(3, 5, dtype=torch.long), pad_id=0).item() == 0.0
+        for loss in (cross_entropy, fast_cross_entropy):
+            ours = loss(logits, targets, pad_id=0, label_smoothing=eps)
+            torch.testing.assert_close(ours, ref, atol=1e-12, rtol=1e-12)
+            g_ours, = torch.autograd.grad(ours, logits)
+            torch.testing.assert_close(g_ours, g_ref, atol=1e-12, rtol=1e-12)
+    for loss in (cross_entropy, fast_cross_entropy):         # no real token: 0, not 0 / 0
+        assert loss(logits, torch.zeros(3, 5, dtype=torch.long), pad_id=0).item() == 0.0
     with pytest.raises(ValueError, match=r"targets: expected shape \(B=3, T=5\), got \(3, 4\)"):
         cross_entropy(logits, targets[:, :4], pad_id=0)
     with pytest.raises(ValueError, match="label_smoothing"):

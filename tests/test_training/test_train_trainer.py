@@ -2,8 +2,11 @@
 import pytest
 import torch
 
+from transformer_course.torch.bahdanau import BahdanauSeq2Seq
+from transformer_course.torch.loss import cross_entropy
 from transformer_course.training.checkpoint import load_checkpoint
 from transformer_course.training.trainer import TrainingDiverged, train
+from transformer_course.utils import set_seed
 
 from training_helpers import params_equal
 
@@ -111,3 +114,52 @@ def test_compile_flag_wraps_the_model(make_model, loaders, tiny_config, monkeypa
     history = train(model, *loaders(), tiny_config.replace(max_steps=3, compile=True), progress=False)
     assert calls == ["forward"] * 3 and len(history["loss"]) == 3
     assert "_orig_mod" not in next(iter(model.state_dict()))          # checkpoints hold the plain model
+
+
+def _bahdanau(toy, seed=0):
+    _, sv, tv = toy
+    set_seed(seed)
+    return BahdanauSeq2Seq(len(sv), len(tv), emb=16, hidden=32)
+
+
+def _bahdanau_logits(model, batch):
+    logits, _ = model(batch.src, batch.tgt_in)           # (B, T, V); the attention weights are not needed
+    return logits
+
+
+def test_the_bahdanau_model_trains_checkpoints_and_resumes_through_the_trainer(loaders, tiny_config, toy, tmp_path):
+    """The trainer is model- and loss-agnostic: an RNN encoder-decoder with no .config, its own forward and its
+    own evaluation learns, and resuming equals an uninterrupted run, as for the Transformer."""
+    val_batches = list(loaders()[1])
+
+    def evaluate_fn(model):
+        with torch.no_grad():
+            losses = [cross_entropy(_bahdanau_logits(model, batch), batch.tgt_out, 0).item() for batch in val_batches]
+        return {"loss": sum(losses) / len(losses)}
+
+    config = tiny_config.replace(max_steps=12, eval_every=6, warmup_steps=4, lr_factor=0.2)  # peak lr 0.018
+    kwargs = dict(forward=_bahdanau_logits, evaluate_fn=evaluate_fn, d_model=32, progress=False)
+    full = _bahdanau(toy)
+    history = train(full, loaders()[0], None, config, **kwargs)
+    assert history["step"] == list(range(1, 13)) and len(history["eval"]) == 2
+    assert sum(history["loss"][-3:]) < sum(history["loss"][:3])
+
+    first = _bahdanau(toy)
+    train(first, loaders()[0], None, config.replace(max_steps=6), out_dir=tmp_path, **kwargs)
+    checkpoint = load_checkpoint(tmp_path / "last.pt")
+    assert checkpoint["step"] == 6 and checkpoint["model_config"] is None
+    resumed = _bahdanau(toy, seed=7)                      # other weights: the checkpoint overwrites them
+    train(resumed, loaders()[0], None, config, resume_from=tmp_path / "last.pt", **kwargs)
+    assert params_equal(full, resumed)
+    with pytest.raises(ValueError, match="d_model: expected the width that scales the learning-rate schedule"):
+        train(_bahdanau(toy), loaders()[0], None, config, forward=_bahdanau_logits, progress=False)
+
+
+def test_the_teaching_loss_trains_like_the_fused_default(make_model, loaders, tiny_config):
+    """loss_fn is pluggable: the hand-written cross_entropy gives the run the fused default gives."""
+    config = tiny_config.replace(max_steps=8, eval_every=8)
+    fused = train(make_model(), *loaders(), config, progress=False)
+    smoothing = config.label_smoothing
+    teaching = train(make_model(), *loaders(), config, progress=False,
+                     loss_fn=lambda logits, targets: cross_entropy(logits, targets, 0, smoothing))
+    assert teaching["loss"] == pytest.approx(fused["loss"], rel=1e-5)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..utils import atomic_write, sha256_file
+from ..utils import atomic_write, sha256sum
 from .tasks import ParallelData, _check_sizes, default_split_sizes
 
 __all__ = ["CorpusError", "download", "read_tsv_pairs", "load_tsv_corpus", "read_parallel_files",
@@ -36,14 +36,15 @@ def download(url: str, dest: str | os.PathLike, sha256: str | None = None, timeo
     an interrupted download never leaves a half file at `dest`.
     """
     dest = Path(dest)
-    if dest.exists() and (sha256 is None or sha256_file(dest) == sha256.lower()):
+    if dest.exists() and (sha256 is None or sha256sum(dest) == sha256.lower()):
         return dest
+
     def fetch(tmp: str) -> None:
         with open(tmp, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as response:
             while block := response.read(1 << 20):
                 out.write(block)
         if sha256 is not None:
-            got = sha256_file(tmp)
+            got = sha256sum(tmp)
             if got != sha256.lower():
                 raise CorpusError(f"download: {url} has sha256 {got}, expected {sha256.lower()}; "
                                   "the file changed or the transfer was corrupted (nothing was saved)")

@@ -1,9 +1,10 @@
 """Attention in NumPy: six alignment score functions, the masked softmax, attention pooling, scaled dot-product
 attention and multi-head attention, each with its backward pass.
 
-Score functions map queries q (B, Tq, dq) and keys k (B, Tk, dk) to scores (B, Tq, Tk) (dot and scaled dot also
-accept extra leading axes, e.g. heads). They return the scores only, as in the PyTorch twin; their backward
-functions take the same inputs again and return the gradients of the inputs (and of W_a etc., as a dict).
+Score functions map queries q (B, Tq, dq) and keys k (B, Tk, dk) to scores (B, Tq, Tk) (dot and scaled dot
+also accept extra leading axes, e.g. heads). Like every layer of the package they return (scores, cache),
+and their backward functions take (dscores, cache) and return the gradients of the inputs (and of W_a etc.,
+as a dict). Learned projections go through `linear_forward` / `linear_backward`.
 """
 from __future__ import annotations
 
@@ -12,17 +13,17 @@ import math
 import numpy as np
 
 from .dropout import dropout_backward, dropout_forward
-from .functional import softmax_backward, xavier_uniform
+from .functional import linear_backward, linear_forward, softmax_backward, xavier_uniform
 from .masks import check_mask
 
-__all__ = ["dot_scores", "dot_scores_backward", "scaled_dot_scores", "scaled_dot_scores_backward",
-           "cosine_scores", "cosine_scores_backward", "init_general_scores", "general_scores",
-           "general_scores_backward", "init_additive_scores", "additive_scores", "additive_scores_backward",
-           "init_location_scores", "location_scores", "location_scores_backward", "masked_softmax",
-           "masked_softmax_backward", "attention_pooling", "attention_pooling_backward",
+__all__ = ["dot_scores_forward", "dot_scores_backward", "scaled_dot_scores_forward", "scaled_dot_scores_backward",
+           "cosine_scores_forward", "cosine_scores_backward", "init_general_scores", "general_scores_forward",
+           "general_scores_backward", "init_additive_scores", "additive_scores_forward", "additive_scores_backward",
+           "init_location_scores", "location_scores_forward", "location_scores_backward", "masked_softmax",
+           "masked_softmax_backward", "attention_pooling_forward", "attention_pooling_backward",
            "scaled_dot_product_attention_forward", "scaled_dot_product_attention_backward",
            "init_multi_head_attention", "multi_head_attention_forward", "multi_head_attention_backward",
-           "self_attention_backward"]
+           "self_attention_forward", "self_attention_backward"]
 
 
 def _T(x: np.ndarray) -> np.ndarray:
@@ -42,26 +43,32 @@ def _check_qk(q, k, same_width: bool) -> None:
 
 # ---------------------------------------------------------------- dot and scaled dot (Luong; Vaswani et al.)
 
-def dot_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+def dot_scores_forward(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, tuple]:
     """Luong's dot score q . k (needs dq == dk)."""
     _check_qk(q, k, same_width=True)
-    return q @ _T(k)                                     # (B, Tq, d) @ (B, d, Tk) -> (B, Tq, Tk)
+    scores = q @ _T(k)                                   # (B, Tq, d) @ (B, d, Tk) -> (B, Tq, Tk)
+    return scores, (q, k)
 
 
-def dot_scores_backward(dscores: np.ndarray, q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def dot_scores_backward(dscores: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """Returns (dq, dk)."""
+    q, k = cache
     dq = dscores @ k                                     # (B, Tq, Tk) @ (B, Tk, d) -> (B, Tq, d)
     dk = _T(dscores) @ q                                 # (B, Tk, Tq) @ (B, Tq, d) -> (B, Tk, d)
     return dq, dk
 
 
-def scaled_dot_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+def scaled_dot_scores_forward(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, tuple]:
     """Vaswani et al.'s q . k / sqrt(d): keeps the scores' variance near 1 whatever the width d."""
     _check_qk(q, k, same_width=True)
     d = q.shape[-1]
-    return q @ _T(k) / math.sqrt(d)                      # (B, Tq, Tk); math.sqrt keeps float32 float32
+    scores = q @ _T(k) / math.sqrt(d)                    # (B, Tq, Tk); math.sqrt keeps float32 float32
+    return scores, (q, k)
 
 
-def scaled_dot_scores_backward(dscores: np.ndarray, q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def scaled_dot_scores_backward(dscores: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """Returns (dq, dk)."""
+    q, k = cache
     scale = 1.0 / math.sqrt(q.shape[-1])
     dq = dscores @ k * scale                             # (B, Tq, d)
     dk = _T(dscores) @ q * scale                         # (B, Tk, d)
@@ -70,12 +77,13 @@ def scaled_dot_scores_backward(dscores: np.ndarray, q: np.ndarray, k: np.ndarray
 
 # ---------------------------------------------------------------- content-based (cosine; Graves et al. 2014)
 
-def cosine_scores(q: np.ndarray, k: np.ndarray, eps: float = 1e-8) -> np.ndarray:
+def cosine_scores_forward(q: np.ndarray, k: np.ndarray, eps: float = 1e-8) -> tuple[np.ndarray, tuple]:
     """The cosine of the angle between query and key (in [-1, 1]); eps guards against zero vectors."""
     _check_qk(q, k, same_width=True)
     q_norm = q / (np.linalg.norm(q, axis=-1, keepdims=True) + eps)  # (B, Tq, d)
     k_norm = k / (np.linalg.norm(k, axis=-1, keepdims=True) + eps)  # (B, Tk, d)
-    return q_norm @ _T(k_norm)                           # (B, Tq, Tk)
+    scores = q_norm @ _T(k_norm)                         # (B, Tq, Tk)
+    return scores, (q, k, q_norm, k_norm, eps)
 
 
 def _normalise_backward(du: np.ndarray, x: np.ndarray, eps: float) -> np.ndarray:
@@ -86,10 +94,9 @@ def _normalise_backward(du: np.ndarray, x: np.ndarray, eps: float) -> np.ndarray
     return du / denom - x * along                        # (..., d)
 
 
-def cosine_scores_backward(dscores: np.ndarray, q: np.ndarray, k: np.ndarray,
-                           eps: float = 1e-8) -> tuple[np.ndarray, np.ndarray]:
-    q_norm = q / (np.linalg.norm(q, axis=-1, keepdims=True) + eps)  # (B, Tq, d)
-    k_norm = k / (np.linalg.norm(k, axis=-1, keepdims=True) + eps)  # (B, Tk, d)
+def cosine_scores_backward(dscores: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """Returns (dq, dk)."""
+    q, k, q_norm, k_norm, eps = cache
     dq_norm = dscores @ k_norm                           # (B, Tq, d)
     dk_norm = _T(dscores) @ q_norm                       # (B, Tk, d)
     return _normalise_backward(dq_norm, q, eps), _normalise_backward(dk_norm, k, eps)
@@ -101,21 +108,22 @@ def init_general_scores(rng: np.random.Generator, d_q: int, d_k: int, dtype=np.f
     return {"W_a": xavier_uniform(rng, d_q, d_k, dtype)}  # (dq, dk)
 
 
-def general_scores(q: np.ndarray, k: np.ndarray, W_a: np.ndarray) -> np.ndarray:
+def general_scores_forward(q: np.ndarray, k: np.ndarray, W_a: np.ndarray) -> tuple[np.ndarray, tuple]:
     """Luong's general score q W_a k^T, with W_a of shape (dq, dk): queries and keys may differ in width."""
     _check_qk(q, k, same_width=False)
     if W_a.shape != (q.shape[-1], k.shape[-1]):
         raise ValueError(f"W_a: expected shape (dq={q.shape[-1]}, dk={k.shape[-1]}), got {W_a.shape}")
-    return (q @ W_a) @ _T(k)                             # (B, Tq, dk) @ (B, dk, Tk) -> (B, Tq, Tk)
+    qW, q_cache = linear_forward(q, W_a)                 # (B, Tq, dq) -> (B, Tq, dk)
+    scores = qW @ _T(k)                                  # (B, Tq, dk) @ (B, dk, Tk) -> (B, Tq, Tk)
+    return scores, (k, qW, q_cache)
 
 
-def general_scores_backward(dscores: np.ndarray, q: np.ndarray, k: np.ndarray,
-                            W_a: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
-    qW = q @ W_a                                         # (B, Tq, dk)
+def general_scores_backward(dscores: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Returns (dq, dk, {"W_a": dW_a})."""
+    k, qW, q_cache = cache
     dqW = dscores @ k                                    # (B, Tq, Tk) @ (B, Tk, dk) -> (B, Tq, dk)
     dk = _T(dscores) @ qW                                # (B, Tk, Tq) @ (B, Tq, dk) -> (B, Tk, dk)
-    dW_a = q.reshape(-1, q.shape[-1]).T @ dqW.reshape(-1, dqW.shape[-1])  # (dq, dk)
-    dq = dqW @ W_a.T                                     # (B, Tq, dq)
+    dq, dW_a, _ = linear_backward(dqW, q_cache)          # (B, Tq, dq), (dq, dk)
     return dq, dk, {"W_a": dW_a}
 
 
@@ -128,29 +136,26 @@ def init_additive_scores(rng: np.random.Generator, d_q: int, d_k: int, d_attn: i
             "v_a": rng.normal(0.0, d_attn ** -0.5, size=d_attn).astype(dtype)}  # (A,)
 
 
-def additive_scores(q: np.ndarray, k: np.ndarray, W_a: np.ndarray, U_a: np.ndarray,
-                    v_a: np.ndarray) -> np.ndarray:
+def additive_scores_forward(q: np.ndarray, k: np.ndarray, W_a: np.ndarray, U_a: np.ndarray,
+                            v_a: np.ndarray) -> tuple[np.ndarray, tuple]:
     """Bahdanau's v_a^T tanh(W_a s + U_a h), written for row vectors: tanh(q W_a + k U_a) v_a."""
     _check_qk(q, k, same_width=False)
-    q_proj = q @ W_a                                     # (B, Tq, A)
-    k_proj = k @ U_a                                     # (B, Tk, A)
+    q_proj, q_cache = linear_forward(q, W_a)             # (B, Tq, A)
+    k_proj, k_cache = linear_forward(k, U_a)             # (B, Tk, A)
     hidden = np.tanh(q_proj[:, :, None, :] + k_proj[:, None, :, :])  # (B, Tq, Tk, A): every query-key pair
-    return hidden @ v_a                                  # (B, Tq, Tk)
+    scores = hidden @ v_a                                # (B, Tq, Tk)
+    return scores, (hidden, v_a, q_cache, k_cache)
 
 
-def additive_scores_backward(dscores: np.ndarray, q: np.ndarray, k: np.ndarray, W_a: np.ndarray,
-                             U_a: np.ndarray, v_a: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
-    q_proj = q @ W_a                                     # (B, Tq, A)
-    k_proj = k @ U_a                                     # (B, Tk, A)
-    hidden = np.tanh(q_proj[:, :, None, :] + k_proj[:, None, :, :])  # (B, Tq, Tk, A)
+def additive_scores_backward(dscores: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Returns (dq, dk, {"W_a": dW_a, "U_a": dU_a, "v_a": dv_a})."""
+    hidden, v_a, q_cache, k_cache = cache
     dv_a = np.einsum("bqk,bqka->a", dscores, hidden)     # (A,)
     dpre = dscores[..., None] * v_a * (1.0 - hidden * hidden)  # (B, Tq, Tk, A): through v_a, then tanh
     dq_proj = dpre.sum(axis=2)                           # (B, Tq, A): each query met every key
     dk_proj = dpre.sum(axis=1)                           # (B, Tk, A)
-    dW_a = q.reshape(-1, q.shape[-1]).T @ dq_proj.reshape(-1, dq_proj.shape[-1])  # (dq, A)
-    dU_a = k.reshape(-1, k.shape[-1]).T @ dk_proj.reshape(-1, dk_proj.shape[-1])  # (dk, A)
-    dq = dq_proj @ W_a.T                                 # (B, Tq, dq)
-    dk = dk_proj @ U_a.T                                 # (B, Tk, dk)
+    dq, dW_a, _ = linear_backward(dq_proj, q_cache)      # (B, Tq, dq), (dq, A)
+    dk, dU_a, _ = linear_backward(dk_proj, k_cache)      # (B, Tk, dk), (dk, A)
     return dq, dk, {"W_a": dW_a, "U_a": dU_a, "v_a": dv_a}
 
 
@@ -160,17 +165,18 @@ def init_location_scores(rng: np.random.Generator, d_q: int, n_keys: int, dtype=
     return {"W_a": xavier_uniform(rng, d_q, n_keys, dtype)}  # (dq, Tk)
 
 
-def location_scores(q: np.ndarray, W_a: np.ndarray) -> np.ndarray:
+def location_scores_forward(q: np.ndarray, W_a: np.ndarray) -> tuple[np.ndarray, tuple]:
     """Luong's location score W_a s: the query alone decides where to look, so the number of keys Tk is fixed
     by W_a (dq, Tk); the keys' contents are never consulted."""
     if not isinstance(q, np.ndarray) or q.ndim != 3 or q.shape[-1] != W_a.shape[0]:
         raise ValueError(f"q: expected shape (B, Tq, dq={W_a.shape[0]}), got {getattr(q, 'shape', type(q))}")
-    return q @ W_a                                       # (B, Tq, dq) @ (dq, Tk) -> (B, Tq, Tk)
+    scores, q_cache = linear_forward(q, W_a)             # (B, Tq, dq) -> (B, Tq, Tk)
+    return scores, q_cache
 
 
-def location_scores_backward(dscores: np.ndarray, q: np.ndarray, W_a: np.ndarray) -> tuple[np.ndarray, dict]:
-    dq = dscores @ W_a.T                                 # (B, Tq, dq)
-    dW_a = q.reshape(-1, q.shape[-1]).T @ dscores.reshape(-1, dscores.shape[-1])  # (dq, Tk)
+def location_scores_backward(dscores: np.ndarray, cache: tuple) -> tuple[np.ndarray, dict]:
+    """Returns (dq, {"W_a": dW_a})."""
+    dq, dW_a, _ = linear_backward(dscores, cache)        # (B, Tq, dq), (dq, Tk)
     return dq, {"W_a": dW_a}
 
 
@@ -214,17 +220,17 @@ def masked_softmax_backward(dweights: np.ndarray, weights: np.ndarray) -> np.nda
     return softmax_backward(dweights, weights)           # (..., Tq, Tk)
 
 
-def attention_pooling(scores: np.ndarray, values: np.ndarray,
-                      mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Turn scores into weights and average the values with them: (out, weights)."""
+def attention_pooling_forward(scores: np.ndarray, values: np.ndarray,
+                              mask: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+    """Turn scores into weights and average the values with them: (out, cache); cache["weights"] (B, Tq, Tk)."""
     weights = masked_softmax(scores, mask)               # (B, Tq, Tk)
     out = weights @ values                               # (B, Tq, Tk) @ (B, Tk, dv) -> (B, Tq, dv)
-    return out, weights
+    return out, {"weights": weights, "values": values}
 
 
-def attention_pooling_backward(dout: np.ndarray, weights: np.ndarray,
-                               values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def attention_pooling_backward(dout: np.ndarray, cache: dict) -> tuple[np.ndarray, np.ndarray]:
     """Returns (dscores, dvalues)."""
+    weights, values = cache["weights"], cache["values"]
     dweights = dout @ _T(values)                         # (B, Tq, dv) @ (B, dv, Tk) -> (B, Tq, Tk)
     dvalues = _T(weights) @ dout                         # (B, Tk, Tq) @ (B, Tq, dv) -> (B, Tk, dv)
     return masked_softmax_backward(dweights, weights), dvalues
@@ -240,23 +246,23 @@ def scaled_dot_product_attention_forward(q: np.ndarray, k: np.ndarray, v: np.nda
 
     Dropout (if any) acts on the weights; cache["weights"] holds the weights before dropout (for plots).
     """
-    scores = scaled_dot_scores(q, k)                     # (B, H, Tq, Tk)
+    scores, scores_cache = scaled_dot_scores_forward(q, k)  # (B, H, Tq, Tk)
     weights = masked_softmax(scores, mask)               # (B, H, Tq, Tk)
     dropped, drop_cache = dropout_forward(weights, dropout_p, rng, training)  # (B, H, Tq, Tk)
     out = dropped @ v                                    # (B, H, Tq, Tk) @ (B, H, Tk, Dh) -> (B, H, Tq, Dh)
-    cache = {"q": q, "k": k, "v": v, "weights": weights, "dropped": dropped, "drop_cache": drop_cache}
+    cache = {"scores": scores_cache, "v": v, "weights": weights, "dropped": dropped, "drop": drop_cache}
     return out, cache
 
 
 def scaled_dot_product_attention_backward(dout: np.ndarray,
                                           cache: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Returns (dq, dk, dv), in the reverse order of the forward."""
-    q, k, v, weights, dropped = cache["q"], cache["k"], cache["v"], cache["weights"], cache["dropped"]
+    v, weights, dropped = cache["v"], cache["weights"], cache["dropped"]
     ddropped = dout @ _T(v)                              # (B, H, Tq, Dh) @ (B, H, Dh, Tk) -> (B, H, Tq, Tk)
     dv = _T(dropped) @ dout                              # (B, H, Tk, Tq) @ (B, H, Tq, Dh) -> (B, H, Tk, Dh)
-    dweights = dropout_backward(ddropped, cache["drop_cache"])  # (B, H, Tq, Tk)
+    dweights = dropout_backward(ddropped, cache["drop"])  # (B, H, Tq, Tk)
     dscores = masked_softmax_backward(dweights, weights)  # (B, H, Tq, Tk)
-    dq, dk = scaled_dot_scores_backward(dscores, q, k)   # (B, H, Tq, Dh), (B, H, Tk, Dh)
+    dq, dk = scaled_dot_scores_backward(dscores, cache["scores"])  # (B, H, Tq, Dh), (B, H, Tk, Dh)
     return dq, dk, dv
 
 
@@ -274,13 +280,14 @@ def init_multi_head_attention(rng: np.random.Generator, d_model: int, n_heads: i
 
 
 def multi_head_attention_forward(x_q: np.ndarray, x_kv: np.ndarray, params: dict, n_heads: int,
-                                 mask: np.ndarray | None = None, dropout_p: float = 0.0,
+                                 mask: np.ndarray | None = None, dropout: float = 0.0,
                                  rng: np.random.Generator | None = None,
                                  training: bool = False) -> tuple[np.ndarray, dict]:
     """MultiHead(Q, K, V) = Concat(head_1 .. head_H) W_o, head_h = Attention(Q W_q^h, K W_k^h, V W_v^h).
 
     x_q (B, Tq, D) attends to x_kv (B, Tk, D) (the same array for self-attention); mask (B or 1, Tq or 1, Tk),
-    True = may attend. Returns (out (B, Tq, D), cache); cache["weights"] is (B, H, Tq, Tk).
+    True = may attend; dropout acts on the attention weights. Returns (out (B, Tq, D), cache);
+    cache["weights"] is (B, H, Tq, Tk).
     """
     D = params["W_q"].shape[0]
     if not isinstance(x_q, np.ndarray) or x_q.ndim != 3 or x_q.shape[-1] != D:
@@ -293,57 +300,51 @@ def multi_head_attention_forward(x_q: np.ndarray, x_kv: np.ndarray, params: dict
     B, Tq, D = x_q.shape
     Tk = x_kv.shape[1]
     H, Dh = n_heads, D // n_heads
-    q = x_q @ params["W_q"] + params["b_q"]              # (B, Tq, D)
-    k = x_kv @ params["W_k"] + params["b_k"]             # (B, Tk, D)
-    v = x_kv @ params["W_v"] + params["b_v"]             # (B, Tk, D)
+    q, q_cache = linear_forward(x_q, params["W_q"], params["b_q"])   # (B, Tq, D)
+    k, k_cache = linear_forward(x_kv, params["W_k"], params["b_k"])  # (B, Tk, D)
+    v, v_cache = linear_forward(x_kv, params["W_v"], params["b_v"])  # (B, Tk, D)
     q = q.reshape(B, Tq, H, Dh).transpose(0, 2, 1, 3)    # (B, Tq, D) -> (B, H, Tq, Dh)
     k = k.reshape(B, Tk, H, Dh).transpose(0, 2, 1, 3)    # (B, Tk, D) -> (B, H, Tk, Dh)
     v = v.reshape(B, Tk, H, Dh).transpose(0, 2, 1, 3)    # (B, Tk, D) -> (B, H, Tk, Dh)
     if mask is not None:
         check_mask(mask, B, Tq, Tk)
         mask = mask[:, None]                             # (B, Tq, Tk) -> (B, 1, Tq, Tk): same for every head
-    heads, attn_cache = scaled_dot_product_attention_forward(q, k, v, mask, dropout_p, rng, training)  # (B, H, Tq, Dh)
+    heads, attn_cache = scaled_dot_product_attention_forward(q, k, v, mask, dropout, rng, training)  # (B, H, Tq, Dh)
     merged = heads.transpose(0, 2, 1, 3).reshape(B, Tq, D)  # (B, H, Tq, Dh) -> (B, Tq, H, Dh) -> (B, Tq, D)
-    out = merged @ params["W_o"] + params["b_o"]         # (B, Tq, D)
-    cache = {"x_q": x_q, "x_kv": x_kv, "params": params, "n_heads": H, "attn": attn_cache, "merged": merged,
-             "weights": attn_cache["weights"]}
+    out, o_cache = linear_forward(merged, params["W_o"], params["b_o"])  # (B, Tq, D)
+    cache = {"shape": (B, Tq, Tk, H), "keys": list(params), "q": q_cache, "k": k_cache, "v": v_cache,
+             "attn": attn_cache, "o": o_cache, "weights": attn_cache["weights"]}
     return out, cache
 
 
-def _flat(x: np.ndarray) -> np.ndarray:
-    """(B, T, D) -> (B*T, D): every position is one row of a weight gradient's sum."""
-    return x.reshape(-1, x.shape[-1])
-
-
 def multi_head_attention_backward(dout: np.ndarray, cache: dict) -> tuple[tuple[np.ndarray, np.ndarray], dict]:
-    """Returns ((dx_q, dx_kv), grads); for self-attention the caller adds dx_q and dx_kv."""
-    x_q, x_kv, params, H = cache["x_q"], cache["x_kv"], cache["params"], cache["n_heads"]
-    B, Tq, D = x_q.shape
-    Tk = x_kv.shape[1]
+    """Returns ((dx_q, dx_kv), grads); for self-attention `self_attention_backward` adds dx_q and dx_kv."""
+    B, Tq, Tk, H = cache["shape"]
+    D = dout.shape[-1]
     Dh = D // H
     grads = {}
-    grads["W_o"] = _flat(cache["merged"]).T @ _flat(dout)  # (D, D)
-    grads["b_o"] = _flat(dout).sum(axis=0)               # (D,)
-    dmerged = dout @ params["W_o"].T                     # (B, Tq, D)
+    dmerged, grads["W_o"], grads["b_o"] = linear_backward(dout, cache["o"])  # (B, Tq, D)
     dheads = dmerged.reshape(B, Tq, H, Dh).transpose(0, 2, 1, 3)  # (B, Tq, D) -> (B, H, Tq, Dh)
     dq, dk, dv = scaled_dot_product_attention_backward(dheads, cache["attn"])  # (B, H, T*, Dh)
     dq = dq.transpose(0, 2, 1, 3).reshape(B, Tq, D)      # (B, H, Tq, Dh) -> (B, Tq, D)
     dk = dk.transpose(0, 2, 1, 3).reshape(B, Tk, D)      # (B, H, Tk, Dh) -> (B, Tk, D)
     dv = dv.transpose(0, 2, 1, 3).reshape(B, Tk, D)      # (B, H, Tk, Dh) -> (B, Tk, D)
-    grads["W_q"] = _flat(x_q).T @ _flat(dq)              # (D, D)
-    grads["b_q"] = _flat(dq).sum(axis=0)                 # (D,)
-    grads["W_k"] = _flat(x_kv).T @ _flat(dk)             # (D, D)
-    grads["b_k"] = _flat(dk).sum(axis=0)                 # (D,)
-    grads["W_v"] = _flat(x_kv).T @ _flat(dv)             # (D, D)
-    grads["b_v"] = _flat(dv).sum(axis=0)                 # (D,)
-    dx_q = dq @ params["W_q"].T                          # (B, Tq, D)
-    dx_kv = dk @ params["W_k"].T + dv @ params["W_v"].T  # (B, Tk, D): keys and values both came from x_kv
-    grads = {key: grads[key] for key in params}          # same key order as params
+    dx_q, grads["W_q"], grads["b_q"] = linear_backward(dq, cache["q"])   # (B, Tq, D)
+    dx_k, grads["W_k"], grads["b_k"] = linear_backward(dk, cache["k"])   # (B, Tk, D)
+    dx_v, grads["W_v"], grads["b_v"] = linear_backward(dv, cache["v"])   # (B, Tk, D)
+    dx_kv = dx_k + dx_v                                  # (B, Tk, D): keys and values both came from x_kv
+    grads = {key: grads[key] for key in cache["keys"]}   # same key order as params
     return (dx_q, dx_kv), grads
 
 
+def self_attention_forward(x: np.ndarray, params: dict, n_heads: int, mask: np.ndarray | None = None,
+                           dropout: float = 0.0, rng: np.random.Generator | None = None,
+                           training: bool = False) -> tuple[np.ndarray, dict]:
+    """Multi-head attention of x (B, T, D) to itself: queries, keys and values all come from x."""
+    return multi_head_attention_forward(x, x, params, n_heads, mask, dropout, rng, training)  # (B, T, D)
+
+
 def self_attention_backward(dout: np.ndarray, cache: dict) -> tuple[np.ndarray, dict]:
-    """Backward of multi-head self-attention: queries, keys and values all came from the same x, so its
-    gradient is the sum of the two. Returns (dx, grads)."""
+    """x fed both the queries and the keys/values, so its gradient is the sum of the two. Returns (dx, grads)."""
     (dx_q, dx_kv), grads = multi_head_attention_backward(dout, cache)  # (B, T, D) each
     return dx_q + dx_kv, grads

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .attention import (init_multi_head_attention, multi_head_attention_backward, multi_head_attention_forward,
-                        self_attention_backward)
+                        self_attention_backward, self_attention_forward)
 from .feedforward import feedforward_backward, feedforward_forward, init_feedforward
 from .layernorm import init_layernorm, layernorm_backward, layernorm_forward
 from .sublayer import residual_backward, residual_forward
@@ -37,8 +37,8 @@ def decoder_layer_forward(x: np.ndarray, memory: np.ndarray, params: dict, n_hea
     """x (B, T, D), memory (B, S, D), self_mask (B or 1, T or 1, T), cross_mask (B or 1, T or 1, S)
     -> (x (B, T, D), cache); cache["weights"] = (self (B, H, T, T), cross (B, H, T, S))."""
     def self_attention(h):
-        return multi_head_attention_forward(h, h, params["self_attn"], n_heads, self_mask, attention_dropout,
-                                            rng, training)  # (B, T, D)
+        return self_attention_forward(h, params["self_attn"], n_heads, self_mask, attention_dropout, rng,
+                                      training)  # (B, T, D)
 
     def cross_attention(h):
         return multi_head_attention_forward(h, memory, params["cross_attn"], n_heads, cross_mask,
@@ -47,18 +47,21 @@ def decoder_layer_forward(x: np.ndarray, memory: np.ndarray, params: dict, n_hea
     def ffn(h):
         return feedforward_forward(h, params["ffn"])     # (B, T, D)
 
-    x, self_cache = residual_forward(x, self_attention, params["norm1"], norm_first, dropout, rng, training, eps)  # (B, T, D)
-    x, cross_cache = residual_forward(x, cross_attention, params["norm2"], norm_first, dropout, rng, training, eps)  # (B, T, D)
-    x, ffn_cache = residual_forward(x, ffn, params["norm3"], norm_first, dropout, rng, training, eps)  # (B, T, D)
-    weights = (self_cache[2]["weights"], cross_cache[2]["weights"])
+    x, self_cache = residual_forward(x, self_attention, self_attention_backward, params["norm1"], norm_first,
+                                     dropout, rng, training, eps)  # (B, T, D)
+    x, cross_cache = residual_forward(x, cross_attention, _cross_attention_backward, params["norm2"], norm_first,
+                                      dropout, rng, training, eps)  # (B, T, D)
+    x, ffn_cache = residual_forward(x, ffn, feedforward_backward, params["norm3"], norm_first, dropout, rng,
+                                    training, eps)       # (B, T, D)
+    weights = (self_cache["sublayer"]["weights"], cross_cache["sublayer"]["weights"])
     return x, {"self": self_cache, "cross": cross_cache, "ffn": ffn_cache, "weights": weights}
 
 
 def decoder_layer_backward(dout: np.ndarray, cache: dict) -> tuple[tuple[np.ndarray, np.ndarray], dict]:
     """Returns ((dx (B, T, D), dmemory (B, S, D)), grads)."""
-    dx, dnorm3, dffn = residual_backward(dout, cache["ffn"], feedforward_backward)                  # (B, T, D)
-    dx, dnorm2, (dcross, dmemory) = residual_backward(dx, cache["cross"], _cross_attention_backward)  # (B, T, D)
-    dx, dnorm1, dself = residual_backward(dx, cache["self"], self_attention_backward)              # (B, T, D)
+    dx, dnorm3, dffn = residual_backward(dout, cache["ffn"])                  # (B, T, D)
+    dx, dnorm2, (dcross, dmemory) = residual_backward(dx, cache["cross"])     # (B, T, D), (B, S, D)
+    dx, dnorm1, dself = residual_backward(dx, cache["self"])                  # (B, T, D)
     grads = {"self_attn": dself, "cross_attn": dcross, "ffn": dffn, "norm1": dnorm1, "norm2": dnorm2,
              "norm3": dnorm3}
     return (dx, dmemory), grads

@@ -6,6 +6,9 @@ import math
 
 import numpy as np
 
+from ..checks import empty_batch_message, ids_message
+from .functional import linear_backward, linear_forward
+
 __all__ = ["init_embedding", "check_tokens", "embedding_forward", "embedding_backward",
            "output_projection_forward", "output_projection_backward"]
 
@@ -16,17 +19,18 @@ def init_embedding(rng: np.random.Generator, vocab_size: int, d_model: int, dtyp
 
 
 def check_tokens(tokens, vocab_size: int, name: str = "tokens") -> None:
-    """Raise a clear error for a non-integer array, a wrong rank or ids outside [0, vocab_size)."""
+    """Raise a clear error for a non-integer array, a wrong rank, an empty batch or ids outside [0, vocab_size)."""
     if not isinstance(tokens, np.ndarray):
         raise TypeError(f"{name}: expected a numpy array of token ids, got {type(tokens).__name__}")
     if not np.issubdtype(tokens.dtype, np.integer):
         raise TypeError(f"{name}: expected an integer array, got {tokens.dtype}")
     if tokens.ndim != 2:
         raise ValueError(f"{name}: expected shape (B, T), got {tokens.shape}")
-    if tokens.size:
-        low, high = int(tokens.min()), int(tokens.max())
-        if low < 0 or high >= vocab_size:
-            raise ValueError(f"{name}: expected ids in [0, {vocab_size}), got values in [{low}, {high}]")
+    if tokens.size == 0:
+        raise ValueError(empty_batch_message(name, "(B, T)", tokens.shape))
+    low, high = int(tokens.min()), int(tokens.max())
+    if low < 0 or high >= vocab_size:
+        raise ValueError(ids_message(name, vocab_size, low, high))
 
 
 def embedding_forward(tokens: np.ndarray, params: dict, scale: bool = True,
@@ -50,16 +54,13 @@ def embedding_backward(dout: np.ndarray, cache: tuple) -> tuple[None, dict]:
 
 
 def output_projection_forward(y: np.ndarray, W: np.ndarray, tied: bool) -> tuple[np.ndarray, tuple]:
-    """logits = y W_out (W (D, V)), or with tying logits = y E^T (W is the embedding E (V, D)); no bias."""
-    logits = y @ W.T if tied else y @ W                  # (B, T, D) @ (D, V) -> (B, T, V)
-    return logits, (y, W, tied)
+    """logits = y W_out with W (D, V), or with tying logits = y E^T (W is the embedding E (V, D)); no bias."""
+    logits, linear_cache = linear_forward(y, W.T if tied else W)  # (B, T, D) @ (D, V) -> (B, T, V)
+    return logits, (tied, linear_cache)
 
 
-def output_projection_backward(dlogits: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """Returns (dy, dW) with dW shaped like W ((V, D) when tied: it is added to the embedding's gradient)."""
-    y, W, tied = cache
-    dy = dlogits @ W if tied else dlogits @ W.T          # (B, T, V) @ (V, D) -> (B, T, D)
-    y_flat = y.reshape(-1, y.shape[-1])                  # (B*T, D)
-    d_flat = dlogits.reshape(-1, dlogits.shape[-1])      # (B*T, V)
-    dW = d_flat.T @ y_flat if tied else y_flat.T @ d_flat  # (V, D) or (D, V)
-    return dy, dW
+def output_projection_backward(dlogits: np.ndarray, cache: tuple) -> tuple[np.ndarray, dict]:
+    """Returns (dy, {"W": dW}) with dW shaped like W ((V, D) when tied: the caller adds it to the embedding's)."""
+    tied, linear_cache = cache
+    dy, dW, _ = linear_backward(dlogits, linear_cache)   # (B, T, D), (D, V)
+    return dy, {"W": dW.T if tied else dW}

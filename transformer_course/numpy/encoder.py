@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .attention import init_multi_head_attention, multi_head_attention_forward, self_attention_backward
+from .attention import init_multi_head_attention, self_attention_backward, self_attention_forward
 from .feedforward import feedforward_backward, feedforward_forward, init_feedforward
 from .layernorm import init_layernorm, layernorm_backward, layernorm_forward
 from .sublayer import residual_backward, residual_forward
@@ -25,20 +25,22 @@ def encoder_layer_forward(x: np.ndarray, params: dict, n_heads: int, mask: np.nd
                           training: bool = False) -> tuple[np.ndarray, dict]:
     """x (B, S, D), mask (B or 1, S or 1, S) -> (x (B, S, D), cache); cache["weights"] is (B, H, S, S)."""
     def self_attention(h):
-        return multi_head_attention_forward(h, h, params["self_attn"], n_heads, mask, attention_dropout, rng,
-                                            training)   # (B, S, D)
+        return self_attention_forward(h, params["self_attn"], n_heads, mask, attention_dropout, rng,
+                                      training)  # (B, S, D)
 
     def ffn(h):
         return feedforward_forward(h, params["ffn"])     # (B, S, D)
 
-    x, attn_cache = residual_forward(x, self_attention, params["norm1"], norm_first, dropout, rng, training, eps)  # (B, S, D)
-    x, ffn_cache = residual_forward(x, ffn, params["norm2"], norm_first, dropout, rng, training, eps)  # (B, S, D)
-    return x, {"attn": attn_cache, "ffn": ffn_cache, "weights": attn_cache[2]["weights"]}
+    x, attn_cache = residual_forward(x, self_attention, self_attention_backward, params["norm1"], norm_first,
+                                     dropout, rng, training, eps)  # (B, S, D)
+    x, ffn_cache = residual_forward(x, ffn, feedforward_backward, params["norm2"], norm_first, dropout, rng,
+                                    training, eps)       # (B, S, D)
+    return x, {"attn": attn_cache, "ffn": ffn_cache, "weights": attn_cache["sublayer"]["weights"]}
 
 
 def encoder_layer_backward(dout: np.ndarray, cache: dict) -> tuple[np.ndarray, dict]:
-    dx, dnorm2, dffn = residual_backward(dout, cache["ffn"], feedforward_backward)         # (B, S, D)
-    dx, dnorm1, dattn = residual_backward(dx, cache["attn"], self_attention_backward)     # (B, S, D)
+    dx, dnorm2, dffn = residual_backward(dout, cache["ffn"])   # (B, S, D)
+    dx, dnorm1, dattn = residual_backward(dx, cache["attn"])   # (B, S, D)
     return dx, {"self_attn": dattn, "ffn": dffn, "norm1": dnorm1, "norm2": dnorm2}
 
 

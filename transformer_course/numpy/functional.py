@@ -1,9 +1,10 @@
-"""Building blocks with no parameters of their own: stable softmax / log-softmax, ReLU, the linear map, and two
-helpers that walk nested parameter dicts.
+"""Building blocks: stable softmax / log-softmax, sigmoid, ReLU, the linear map every learned projection of the
+package goes through, Xavier initialisation, and helpers that walk nested parameter dicts.
 
-Convention of the whole package: an operation with parameters has `<name>_forward(x, params, ...) -> (out,
-cache)` and `<name>_backward(dout, cache) -> (dx, grads)`; a parameter-free operation's backward returns dx
-alone.
+Convention of the whole package: a layer has `<name>_forward(x, ..., params, ...) -> (out, cache)` and
+`<name>_backward(dout, cache) -> (dx, grads)`; a parameter-free layer's backward returns dx alone. Softmax,
+log-softmax and the masked softmax are the exception that proves the rule: their output is all their
+backward needs, so they return it alone and their backward takes (dout, output).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "relu_forward",
+__all__ = ["softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "sigmoid", "relu_forward",
            "relu_backward", "linear_forward", "linear_backward", "xavier_uniform", "tree_map", "tree_leaves",
            "tree_zeros_like"]
 
@@ -41,7 +42,12 @@ def log_softmax_backward(dout: np.ndarray, logp: np.ndarray, axis: int = -1) -> 
     return dout - np.exp(logp) * dout.sum(axis=axis, keepdims=True)  # (..., V)
 
 
-# ---------------------------------------------------------------- ReLU and linear maps
+# ---------------------------------------------------------------- sigmoid, ReLU and linear maps
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)) written as (1 + tanh(x / 2)) / 2, which never overflows."""
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
 
 def relu_forward(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """max(0, x); the cache is where x was positive (the gradient passes only there)."""

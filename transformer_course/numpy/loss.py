@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..checks import empty_batch_message, ids_message
 from .functional import log_softmax
 
 __all__ = ["cross_entropy_forward", "cross_entropy_backward"]
@@ -23,8 +24,10 @@ def cross_entropy_forward(logits: np.ndarray, targets: np.ndarray, pad_id: int,
         raise ValueError(f"targets: expected shape (B={B}, T={T}), got {getattr(targets, 'shape', type(targets).__name__)}")
     if not np.issubdtype(targets.dtype, np.integer):
         raise TypeError(f"targets: expected an integer array, got {targets.dtype}")
-    if targets.size and (targets.min() < 0 or targets.max() >= V):
-        raise ValueError(f"targets: expected ids in [0, {V}), got values in [{targets.min()}, {targets.max()}]")
+    if targets.size == 0:
+        raise ValueError(empty_batch_message("targets", "(B, T)", targets.shape))
+    if targets.min() < 0 or targets.max() >= V:
+        raise ValueError(ids_message("targets", V, int(targets.min()), int(targets.max())))
     if not 0.0 <= label_smoothing < 1.0:
         raise ValueError(f"label_smoothing: expected a value in [0, 1), got {label_smoothing!r}")
     logp = log_softmax(logits)                           # (B, T, V)
@@ -39,8 +42,9 @@ def cross_entropy_forward(logits: np.ndarray, targets: np.ndarray, pad_id: int,
     return loss, {"logp": logp, "targets": targets, "keep": keep, "n_tokens": n_tokens, "eps": label_smoothing}
 
 
-def cross_entropy_backward(cache: dict, dloss: float = 1.0) -> np.ndarray:
-    """dlogits = (softmax(logits) - q) / n_tokens at real tokens, 0 at padding."""
+def cross_entropy_backward(dloss: float, cache: dict) -> np.ndarray:
+    """dlogits = dloss * (softmax(logits) - q) / n_tokens at real tokens, 0 at padding (dloss = 1.0 when the
+    loss is the objective itself)."""
     logp, targets, keep = cache["logp"], cache["targets"], cache["keep"]
     eps = cache["eps"]
     V = logp.shape[-1]

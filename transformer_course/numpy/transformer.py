@@ -21,8 +21,8 @@ from .masks import causal_mask, combine_masks, padding_mask
 from .positional import (init_learned_positions, learned_positions_backward, learned_positions_forward,
                          sinusoidal_positions_backward, sinusoidal_positions_forward)
 
-__all__ = ["init_transformer", "make_src_mask", "make_tgt_mask", "encode", "encode_backward", "decode",
-           "decode_backward", "transformer_forward", "transformer_backward", "greedy_decode"]
+__all__ = ["init_transformer", "make_src_mask", "make_tgt_mask", "encode_forward", "encode_backward",
+           "decode_forward", "decode_backward", "transformer_forward", "transformer_backward"]
 
 
 def init_transformer(rng: np.random.Generator, config: ModelConfig, dtype=np.float32) -> dict:
@@ -51,15 +51,15 @@ def _check_params(params: dict, config: ModelConfig) -> None:
                          f"{'has no' if config.tie_output_embedding else 'needs a'} 'W_out'; got keys {sorted(params)}")
 
 
-def make_src_mask(src: np.ndarray, pad_id: int) -> np.ndarray:
+def make_src_mask(src: np.ndarray, config: ModelConfig) -> np.ndarray:
     """(B, 1, S): every query may attend to every real source token."""
-    return padding_mask(src, pad_id)                     # (B, 1, S)
+    return padding_mask(src, config.pad_id)              # (B, 1, S)
 
 
-def make_tgt_mask(tgt_in: np.ndarray, pad_id: int) -> np.ndarray:
+def make_tgt_mask(tgt_in: np.ndarray, config: ModelConfig) -> np.ndarray:
     """(B, T, T): causal AND not padding."""
     T = tgt_in.shape[1]
-    return combine_masks(causal_mask(T), padding_mask(tgt_in, pad_id))  # (B, T, T)
+    return combine_masks(causal_mask(T), padding_mask(tgt_in, config.pad_id))  # (B, T, T)
 
 
 def _positions_forward(x: np.ndarray, params: dict, config: ModelConfig, offset: int = 0):
@@ -76,13 +76,13 @@ def _positions_backward(dout: np.ndarray, cache, config: ModelConfig):
 
 # ---------------------------------------------------------------- the two halves
 
-def encode(src: np.ndarray, params: dict, config: ModelConfig, src_mask: np.ndarray | None = None,
+def encode_forward(src: np.ndarray, params: dict, config: ModelConfig, src_mask: np.ndarray | None = None,
            rng: np.random.Generator | None = None, training: bool = False) -> tuple[np.ndarray, dict]:
     """src (B, S) -> (memory (B, S, D), cache); cache["weights"] is [(B, H, S, S) per encoder layer]."""
     c = config
     check_tokens(src, c.src_vocab_size, "src")
     if src_mask is None:
-        src_mask = make_src_mask(src, c.pad_id)          # (B, 1, S)
+        src_mask = make_src_mask(src, c)                 # (B, 1, S)
     x, emb_cache = embedding_forward(src, params["src_embedding"], name="src")  # (B, S) -> (B, S, D)
     x, pos_cache = _positions_forward(x, params, c)      # (B, S, D)
     x, drop_cache = dropout_forward(x, c.dropout, rng, training)  # (B, S, D)
@@ -106,12 +106,12 @@ def encode_backward(dmemory: np.ndarray, cache: dict) -> dict:
     return grads
 
 
-def decode(tgt_in: np.ndarray, memory: np.ndarray, params: dict, config: ModelConfig,
+def decode_forward(tgt_in: np.ndarray, memory: np.ndarray, params: dict, config: ModelConfig,
            src_mask: np.ndarray | None = None, tgt_mask: np.ndarray | None = None,
            rng: np.random.Generator | None = None, training: bool = False) -> tuple[np.ndarray, dict]:
     """tgt_in (B, T), memory (B, S, D) -> (logits (B, T, V_tgt), cache).
 
-    src_mask must be given when the source had padding (encode's default is `make_src_mask(src, pad_id)`).
+    src_mask must be given when the source had padding (encode_forward's default is `make_src_mask(src, config)`).
     cache["weights"] = {"self": [(B, H, T, T)], "cross": [(B, H, T, S)]}.
     """
     c = config
@@ -121,7 +121,7 @@ def decode(tgt_in: np.ndarray, memory: np.ndarray, params: dict, config: ModelCo
         raise ValueError(f"memory: expected shape (B={B}, S, d_model={c.d_model}), "
                          f"got {getattr(memory, 'shape', type(memory).__name__)}")
     if tgt_mask is None:
-        tgt_mask = make_tgt_mask(tgt_in, c.pad_id)       # (B, T, T)
+        tgt_mask = make_tgt_mask(tgt_in, c)              # (B, T, T)
     y, emb_cache = embedding_forward(tgt_in, params["tgt_embedding"], name="tgt_in")  # (B, T) -> (B, T, D)
     y, pos_cache = _positions_forward(y, params, c)      # (B, T, D)
     y, drop_cache = dropout_forward(y, c.dropout, rng, training)  # (B, T, D)
@@ -138,16 +138,16 @@ def decode(tgt_in: np.ndarray, memory: np.ndarray, params: dict, config: ModelCo
 def decode_backward(dlogits: np.ndarray, cache: dict) -> tuple[np.ndarray, dict]:
     """Returns (dmemory (B, S, D), grads of tgt_embedding, positions (learned only), decoder, W_out (untied))."""
     c = cache["config"]
-    dy, dW = output_projection_backward(dlogits, cache["out"])  # (B, T, D)
+    dy, dout_proj = output_projection_backward(dlogits, cache["out"])  # (B, T, D)
     (dy, dmemory), ddec = decoder_backward(dy, cache["decoder"])  # (B, T, D), (B, S, D)
     dy = dropout_backward(dy, cache["drop"])             # (B, T, D)
     dy, dpos = _positions_backward(dy, cache["pos"], c)  # (B, T, D)
     _, demb = embedding_backward(dy, cache["emb"])
     grads = {"tgt_embedding": demb, "decoder": ddec}
     if c.tie_output_embedding:
-        demb["E"] += dW                                  # E was used twice: lookup and output projection
+        demb["E"] += dout_proj["W"]                      # E was used twice: lookup and output projection
     else:
-        grads["W_out"] = dW                              # (D, V)
+        grads["W_out"] = dout_proj["W"]                  # (D, V)
     if dpos is not None:
         grads["positions"] = dpos
     return dmemory, grads
@@ -156,9 +156,9 @@ def decode_backward(dlogits: np.ndarray, cache: dict) -> tuple[np.ndarray, dict]
 # ---------------------------------------------------------------- the whole model
 
 def transformer_forward(src: np.ndarray, tgt_in: np.ndarray, params: dict, config: ModelConfig,
-                        rng: np.random.Generator | None = None, training: bool = False,
-                        src_mask: np.ndarray | None = None,
-                        tgt_mask: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+                        src_mask: np.ndarray | None = None, tgt_mask: np.ndarray | None = None,
+                        rng: np.random.Generator | None = None,
+                        training: bool = False) -> tuple[np.ndarray, dict]:
     """src (B, S), tgt_in (B, T) -> (logits (B, T, V_tgt), cache). Masks are built from pad_id when None.
 
     cache["weights"] = {"encoder": [(B, H, S, S)], "decoder_self": [(B, H, T, T)], "decoder_cross": [(B, H, T, S)]}.
@@ -170,9 +170,9 @@ def transformer_forward(src: np.ndarray, tgt_in: np.ndarray, params: dict, confi
     if src.shape[0] != tgt_in.shape[0]:
         raise ValueError(f"tgt_in: expected batch size {src.shape[0]} (as src), got {tgt_in.shape[0]}")
     if src_mask is None:
-        src_mask = make_src_mask(src, config.pad_id)     # (B, 1, S)
-    memory, enc_cache = encode(src, params, config, src_mask, rng, training)  # (B, S, D)
-    logits, dec_cache = decode(tgt_in, memory, params, config, src_mask, tgt_mask, rng, training)  # (B, T, V)
+        src_mask = make_src_mask(src, config)            # (B, 1, S)
+    memory, enc_cache = encode_forward(src, params, config, src_mask, rng, training)  # (B, S, D)
+    logits, dec_cache = decode_forward(tgt_in, memory, params, config, src_mask, tgt_mask, rng, training)  # (B, T, V)
     weights = {"encoder": enc_cache["weights"], "decoder_self": dec_cache["weights"]["self"],
                "decoder_cross": dec_cache["weights"]["cross"]}
     return logits, {"encode": enc_cache, "decode": dec_cache, "params": params, "weights": weights}
@@ -186,27 +186,3 @@ def transformer_backward(dlogits: np.ndarray, cache: dict) -> dict:
         dec_grads["positions"]["P"] += enc_grads["positions"]["P"]  # one table serves source and target
     merged = {**enc_grads, **dec_grads}
     return {key: merged[key] for key in cache["params"]}
-
-
-def greedy_decode(params: dict, config: ModelConfig, src: np.ndarray, bos_id: int, eos_id: int,
-                  max_len: int | None = None) -> np.ndarray:
-    """Generate with the most probable token at each step (no key/value cache: each step re-decodes the
-    prefix, which is simple and fast enough for the short sequences of the NumPy chapters).
-
-    Returns (B, L) ids without the leading BOS; after a row's EOS its remaining positions hold pad_id.
-    """
-    B, S = src.shape
-    max_len = min(max_len if max_len is not None else S + 50, config.max_len)
-    src_mask = make_src_mask(src, config.pad_id)         # (B, 1, S)
-    memory, _ = encode(src, params, config, src_mask)    # (B, S, D)
-    ys = np.full((B, 1), bos_id, dtype=np.int64)         # (B, 1)
-    done = np.zeros(B, dtype=bool)                       # (B,)
-    for _ in range(max_len):
-        logits, _ = decode(ys, memory, params, config, src_mask)  # (B, t, V)
-        next_id = logits[:, -1].argmax(-1)               # (B,)
-        next_id = np.where(done, config.pad_id, next_id)  # (B,): finished rows get padding
-        ys = np.concatenate([ys, next_id[:, None]], axis=1)  # (B, t + 1)
-        done |= next_id == eos_id
-        if done.all():
-            break
-    return ys[:, 1:]                                     # (B, L)

@@ -1,23 +1,24 @@
-"""The PyTorch twin of `transformer_course.numpy`: the same modules, names and shape comments, plus fast paths
-(fused attention, key/value cache), decoding, Bahdanau's RNN model, weight conversion and device helpers."""
+"""The PyTorch twin of `transformer_course.numpy`: the same modules, names and shape comments (see
+`transformer_course.twins` for what differs, and why), plus fast paths (fused attention, the key/value cache,
+the fused loss), beam search, weight conversion and device helpers."""
 from .attention import KVCache, MultiHeadAttention, set_fused_attention
-from .bahdanau import BahdanauSeq2Seq
+from .bahdanau import BahdanauDecoderStep, BahdanauEncoder, BahdanauSeq2Seq
 from .convert import numpy_to_torch, torch_to_numpy
 from .decoder import Decoder, DecoderCache, DecoderLayer
 from .decoding import beam_search, greedy_decode, length_penalty
 from .device import autocast, maybe_compile, needs_grad_scaler, pick_device
-from .embedding import Embedding
+from .embedding import Embedding, output_projection
 from .encoder import Encoder, EncoderLayer
 from .feedforward import FeedForward
 from .layernorm import LayerNorm
-from .loss import cross_entropy
+from .loss import cross_entropy, fast_cross_entropy
 from .masks import causal_mask, combine_masks, lengths_to_mask, padding_mask
 from .positional import LearnedPositions, SinusoidalPositions, sinusoidal_encoding
 from .transformer import Transformer
 
-__all__ = ["KVCache", "MultiHeadAttention", "set_fused_attention", "BahdanauSeq2Seq", "numpy_to_torch",
-           "torch_to_numpy", "Decoder", "DecoderCache", "DecoderLayer", "beam_search", "greedy_decode",
-           "length_penalty", "autocast", "maybe_compile", "needs_grad_scaler", "pick_device", "Embedding",
-           "Encoder", "EncoderLayer", "FeedForward", "LayerNorm", "cross_entropy", "causal_mask", "combine_masks",
-           "lengths_to_mask", "padding_mask", "LearnedPositions", "SinusoidalPositions", "sinusoidal_encoding",
-           "Transformer"]
+__all__ = ["KVCache", "MultiHeadAttention", "set_fused_attention", "BahdanauDecoderStep", "BahdanauEncoder",
+           "BahdanauSeq2Seq", "numpy_to_torch", "torch_to_numpy", "Decoder", "DecoderCache", "DecoderLayer",
+           "beam_search", "greedy_decode", "length_penalty", "autocast", "maybe_compile", "needs_grad_scaler",
+           "pick_device", "Embedding", "output_projection", "Encoder", "EncoderLayer", "FeedForward", "LayerNorm",
+           "cross_entropy", "fast_cross_entropy", "causal_mask", "combine_masks", "lengths_to_mask", "padding_mask",
+           "LearnedPositions", "SinusoidalPositions", "sinusoidal_encoding", "Transformer"]

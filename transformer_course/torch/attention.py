@@ -1,9 +1,14 @@
-"""Attention: the six score functions, masked softmax, scaled dot-product attention and multi-head attention.
+"""Attention in PyTorch: the six score functions, masked softmax, attention pooling, scaled dot-product attention
+and multi-head attention; the twin of `transformer_course.numpy.attention`, without the backward passes
+(autograd computes them).
 
-Two paths compute multi-head attention. The explicit path writes out scores -> masked softmax -> weighted sum,
-so the weights can be returned and plotted; the fused path calls `F.scaled_dot_product_attention` (flash /
-memory-efficient kernels on GPU, a fused kernel on CPU) and never materialises the weights. `MultiHeadAttention`
-takes the fused path whenever the weights are not requested; tests check that both give the same output.
+`MultiHeadAttention` has a teaching path and two fast ones. `forward` is the teaching path, line for line the
+NumPy twin's: scores, masked softmax and weighted sum written out, weights returned. `forward_fast` is what
+training runs: one fused projection for self-attention's queries, keys and values, and the fused kernel
+`F.scaled_dot_product_attention` (flash / memory-efficient kernels on GPU, a fused kernel on CPU) that never
+materialises the weights. `forward_cached` is what decoding runs: the new positions only, with a key/value
+cache (`KVCache`). The layers call `attend`, which takes the fast path unless the weights are wanted;
+tests check that all paths give the same output.
 """
 from __future__ import annotations
 
@@ -13,57 +18,114 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .masks import check_mask
+
 __all__ = ["dot_scores", "scaled_dot_scores", "cosine_scores", "general_scores", "additive_scores",
            "location_scores", "masked_softmax", "attention_pooling", "scaled_dot_product_attention",
-           "KVCache", "MultiHeadAttention", "set_fused_attention", "check_mask"]
+           "KVCache", "MultiHeadAttention", "set_fused_attention"]
 
 
-# ---------------------------------------------------------------- score functions
+def _check_qk(q, k, same_width: bool) -> None:
+    if not isinstance(q, torch.Tensor) or q.dim() < 3:
+        raise ValueError(f"q: expected shape (B, Tq, dq), got {tuple(getattr(q, 'shape', ())) or type(q).__name__}")
+    if not isinstance(k, torch.Tensor) or k.dim() != q.dim() or k.shape[:-2] != q.shape[:-2]:
+        raise ValueError(f"k: expected shape ({', '.join(map(str, q.shape[:-2]))}, Tk, dk), "
+                         f"got {tuple(getattr(k, 'shape', ())) or type(k).__name__}")
+    if same_width and k.shape[-1] != q.shape[-1]:
+        raise ValueError(f"k: expected last axis {q.shape[-1]} (the width of q), got shape {tuple(k.shape)}")
+
+
+# ---------------------------------------------------------------- dot and scaled dot (Luong; Vaswani et al.)
 # queries (B, Tq, dq) and keys (B, Tk, dk) -> scores (B, Tq, Tk)
 
 def dot_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """Luong's dot score q . k (needs dq == dk)."""
-    return q @ k.transpose(-2, -1)                       # (B, Tq, d) @ (B, d, Tk) -> (B, Tq, Tk)
+    _check_qk(q, k, same_width=True)
+    scores = q @ k.transpose(-2, -1)                     # (B, Tq, d) @ (B, d, Tk) -> (B, Tq, Tk)
+    return scores
 
 
 def scaled_dot_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """Vaswani et al.'s q . k / sqrt(d): keeps the scores' variance near 1 whatever the width d."""
+    _check_qk(q, k, same_width=True)
     d = q.shape[-1]
-    return q @ k.transpose(-2, -1) / math.sqrt(d)        # (B, Tq, Tk); math.sqrt keeps float32 float32
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d)      # (B, Tq, Tk); math.sqrt keeps float32 float32
+    return scores
 
+
+# ---------------------------------------------------------------- content-based (cosine; Graves et al. 2014)
 
 def cosine_scores(q: torch.Tensor, k: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """Graves et al.'s content score: the cosine of the angle between query and key (in [-1, 1])."""
+    """The cosine of the angle between query and key (in [-1, 1]); eps guards against zero vectors."""
+    _check_qk(q, k, same_width=True)
     q_norm = q / (q.norm(dim=-1, keepdim=True) + eps)    # (B, Tq, d)
     k_norm = k / (k.norm(dim=-1, keepdim=True) + eps)    # (B, Tk, d)
-    return q_norm @ k_norm.transpose(-2, -1)             # (B, Tq, Tk)
+    scores = q_norm @ k_norm.transpose(-2, -1)           # (B, Tq, Tk)
+    return scores
 
+
+# ---------------------------------------------------------------- general / bilinear (Luong et al. 2015)
 
 def general_scores(q: torch.Tensor, k: torch.Tensor, W_a: torch.Tensor) -> torch.Tensor:
-    """Luong's general score q W_a k^T, with W_a of shape (dq, dk)."""
-    return (q @ W_a) @ k.transpose(-2, -1)               # (B, Tq, dk) @ (B, dk, Tk) -> (B, Tq, Tk)
+    """Luong's general score q W_a k^T, with W_a of shape (dq, dk): queries and keys may differ in width."""
+    _check_qk(q, k, same_width=False)
+    if W_a.shape != (q.shape[-1], k.shape[-1]):
+        raise ValueError(f"W_a: expected shape (dq={q.shape[-1]}, dk={k.shape[-1]}), got {tuple(W_a.shape)}")
+    qW = q @ W_a                                         # (B, Tq, dq) -> (B, Tq, dk)
+    scores = qW @ k.transpose(-2, -1)                    # (B, Tq, dk) @ (B, dk, Tk) -> (B, Tq, Tk)
+    return scores
 
+
+# ---------------------------------------------------------------- additive (Bahdanau et al. 2015)
 
 def additive_scores(q: torch.Tensor, k: torch.Tensor, W_a: torch.Tensor, U_a: torch.Tensor,
                     v_a: torch.Tensor) -> torch.Tensor:
-    """Bahdanau's additive score v_a . tanh(q W_a + k U_a), with W_a (dq, A), U_a (dk, A), v_a (A,)."""
+    """Bahdanau's v_a^T tanh(W_a s + U_a h), written for row vectors: tanh(q W_a + k U_a) v_a."""
+    _check_qk(q, k, same_width=False)
     q_proj = q @ W_a                                     # (B, Tq, A)
     k_proj = k @ U_a                                     # (B, Tk, A)
-    hidden = torch.tanh(q_proj[:, :, None, :] + k_proj[:, None, :, :])  # (B, Tq, Tk, A)
-    return hidden @ v_a                                  # (B, Tq, Tk)
+    hidden = torch.tanh(q_proj[:, :, None, :] + k_proj[:, None, :, :])  # (B, Tq, Tk, A): every query-key pair
+    scores = hidden @ v_a                                # (B, Tq, Tk)
+    return scores
 
+
+# ---------------------------------------------------------------- location-based (Luong et al. 2015)
 
 def location_scores(q: torch.Tensor, W_a: torch.Tensor) -> torch.Tensor:
-    """Luong's location score W_a q: the query alone decides where to look; W_a is (dq, Tk)."""
-    return q @ W_a                                       # (B, Tq, dq) @ (dq, Tk) -> (B, Tq, Tk)
+    """Luong's location score W_a s: the query alone decides where to look, so the number of keys Tk is fixed
+    by W_a (dq, Tk); the keys' contents are never consulted."""
+    if not isinstance(q, torch.Tensor) or q.dim() != 3 or q.shape[-1] != W_a.shape[0]:
+        raise ValueError(f"q: expected shape (B, Tq, dq={W_a.shape[0]}), "
+                         f"got {tuple(getattr(q, 'shape', ())) or type(q).__name__}")
+    scores = q @ W_a                                     # (B, Tq, dq) -> (B, Tq, Tk)
+    return scores
 
 
-# ---------------------------------------------------------------- softmax and pooling
+# ---------------------------------------------------------------- from scores to weights to outputs
+
+def _check_mask_fits(mask, scores_shape: torch.Size, name: str = "mask") -> None:
+    """A mask must be boolean and broadcast to the scores without enlarging them (nothing silently broadcasts)."""
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise ValueError(f"{name}: expected a bool tensor (True = may attend), got {got}")
+    try:
+        fits = torch.broadcast_shapes(mask.shape, scores_shape) == scores_shape
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(f"{name}: shape {tuple(mask.shape)} does not broadcast to the scores' shape "
+                         f"{tuple(scores_shape)} (expected (B or 1, Tq or 1, Tk), heads inserted as axis 1)")
+
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """Softmax over the last axis where mask is True; a fully masked row gives all-zero weights, never NaN."""
+    """Softmax over the last axis where mask is True (mask broadcasts against scores).
+
+    Masked scores become -inf, so exp gives exactly 0. A fully masked row would give 0 / 0 (NaN); its
+    weights are set to zero instead.
+    """
     if mask is None:
         return torch.softmax(scores, dim=-1)             # (..., Tq, Tk)
+    _check_mask_fits(mask, scores.shape)
     scores = scores.masked_fill(~mask, float("-inf"))    # (..., Tq, Tk)
     weights = torch.softmax(scores, dim=-1)              # (..., Tq, Tk); a row of -inf gives NaN ...
     return weights.masked_fill(~mask, 0.0)               # (..., Tq, Tk) ... which this turns into zeros
@@ -71,30 +133,26 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
 
 def attention_pooling(scores: torch.Tensor, values: torch.Tensor,
                       mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Turn scores into weights and average the values with them: (out, weights)."""
+    """Turn scores into weights and average the values with them: (out, weights (B, Tq, Tk))."""
     weights = masked_softmax(scores, mask)               # (B, Tq, Tk)
     out = weights @ values                               # (B, Tq, Tk) @ (B, Tk, dv) -> (B, Tq, dv)
     return out, weights
 
 
+# ---------------------------------------------------------------- scaled dot-product attention
+
 def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                  mask: torch.Tensor | None = None, dropout_p: float = 0.0,
                                  training: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(q k^T / sqrt(Dh)) v, written out: returns (out, weights). Dropout (if any) acts on the weights."""
+    """softmax(q k^T / sqrt(Dh)) v, for q (..., Tq, Dh), k and v (..., Tk, Dh); `mask` broadcasts to the scores.
+
+    Dropout (if any) acts on the weights; the weights returned are those before dropout (for plots).
+    """
     scores = scaled_dot_scores(q, k)                     # (B, H, Tq, Tk)
     weights = masked_softmax(scores, mask)               # (B, H, Tq, Tk)
-    dropped = F.dropout(weights, dropout_p, training) if dropout_p > 0.0 else weights  # (B, H, Tq, Tk)
+    dropped = F.dropout(weights, dropout_p, training)    # (B, H, Tq, Tk)
     out = dropped @ v                                    # (B, H, Tq, Tk) @ (B, H, Tk, Dh) -> (B, H, Tq, Dh)
     return out, weights
-
-
-def check_mask(mask: torch.Tensor, B: int, Tq: int, Tk: int, name: str = "mask") -> None:
-    """Raise a ValueError unless mask is bool of shape (B or 1, Tq or 1, Tk)."""
-    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
-        raise ValueError(f"{name}: expected a bool tensor (True = may attend), got {got}")
-    if mask.dim() != 3 or mask.shape[0] not in (1, B) or mask.shape[1] not in (1, Tq) or mask.shape[2] != Tk:
-        raise ValueError(f"{name}: expected shape (B={B} or 1, Tq={Tq} or 1, Tk={Tk}), got {tuple(mask.shape)}")
 
 
 # ---------------------------------------------------------------- multi-head attention
@@ -106,6 +164,7 @@ class KVCache:
     cached ones, into buffers allocated ahead (capacity doubled when full), so a step copies only its new rows
     instead of concatenating the whole past into a fresh tensor.
     static=True (cross-attention): keys and values of the encoder output are computed once, then reused.
+    A self-attention cache also keeps the fused query/key/value projection, concatenated once per decoding.
     """
 
     def __init__(self, static: bool = False):
@@ -113,6 +172,7 @@ class KVCache:
         self.length = 0                                  # positions stored
         self._k: torch.Tensor | None = None              # (B, H, capacity, Dh)
         self._v: torch.Tensor | None = None              # (B, H, capacity, Dh)
+        self.projection: tuple[torch.Tensor, torch.Tensor] | None = None  # self-attention's fused W_qkv, b_qkv
 
     @property
     def k(self) -> torch.Tensor | None:
@@ -144,7 +204,7 @@ class KVCache:
         self._k[:, :, self.length:end] = k
         self._v[:, :, self.length:end] = v
         self.length = end
-        return self.k, self.v
+        return self._k[:, :, :end], self._v[:, :, :end]  # (B, H, t + Tk, Dh)
 
     def reorder(self, index: torch.Tensor) -> None:
         """Keep rows `index` of the batch (beam search: follow the surviving beams)."""
@@ -156,8 +216,10 @@ class KVCache:
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1 .. head_H) W_o, head_h = Attention(Q W_q^h, K W_k^h, V W_v^h).
 
-    The H heads' projections are stored together as one (D, D) matrix each (nn.Linear layout (out, in)).
-    Initialisation: Xavier uniform for each projection, zero biases (the NumPy twin's).
+    The H heads' projections are stored together as one (D, D) matrix each (nn.Linear layout (out, in)); all
+    paths apply them with F.linear, as the NumPy twin applies its own with `linear_forward`.
+    Initialisation: Xavier uniform for each projection, zero biases (the NumPy twin's). `dropout` acts on the
+    attention weights.
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
@@ -167,8 +229,8 @@ class MultiHeadAttention(nn.Module):
         self.d_model = d_model
         self.n_heads = n_heads
         self.d_head = d_model // n_heads
-        self.dropout = dropout                           # on the attention weights
-        self.use_fused = True                            # False forces the explicit path (teaching, tests)
+        self.dropout = dropout
+        self.use_fused = True                            # False: the fast paths write attention out (tests, FLOPs)
         self.W_q = nn.Linear(d_model, d_model)
         self.W_k = nn.Linear(d_model, d_model)
         self.W_v = nn.Linear(d_model, d_model)
@@ -180,66 +242,122 @@ class MultiHeadAttention(nn.Module):
             nn.init.xavier_uniform_(linear.weight)
             nn.init.zeros_(linear.bias)
 
-    def _project_qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Self-attention: one (D, 3D) matmul instead of three (D, D) ones (better use of the matmul kernel)."""
-        weight = torch.cat([self.W_q.weight, self.W_k.weight, self.W_v.weight])  # (3D, D)
-        bias = torch.cat([self.W_q.bias, self.W_k.bias, self.W_v.bias])          # (3D,)
-        return F.linear(x, weight, bias).chunk(3, dim=-1)  # (B, T, 3D) -> 3 x (B, T, D)
+    def _check_inputs(self, x_q: torch.Tensor, x_kv: torch.Tensor) -> None:
+        D = self.d_model
+        if x_q.dim() != 3 or x_q.shape[-1] != D:
+            raise ValueError(f"x_q: expected shape (B, Tq, d_model={D}), got {tuple(x_q.shape)}")
+        if x_kv.dim() != 3 or x_kv.shape[-1] != D or x_kv.shape[0] != x_q.shape[0]:
+            raise ValueError(f"x_kv: expected shape (B={x_q.shape[0]}, Tk, d_model={D}), got {tuple(x_kv.shape)}")
 
-    def forward(self, x_q: torch.Tensor, x_kv: torch.Tensor, mask: torch.Tensor | None = None,
-                need_weights: bool = False, kv_cache: KVCache | None = None,
-                is_causal: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Attend from x_q (B, Tq, D) to x_kv (B, Tk, D); returns (out (B, Tq, D), weights (B, H, Tq, Tk) or None).
-
-        mask: bool (B or 1, Tq or 1, Tk), True = may attend. is_causal=True (with mask=None) asks for the causal
-        mask without building it, so the fused kernel can skip the masked blocks. kv_cache: see KVCache.
-        """
-        if x_q.dim() != 3 or x_q.shape[-1] != self.d_model:
-            raise ValueError(f"x_q: expected shape (B, Tq, d_model={self.d_model}), got {tuple(x_q.shape)}")
-        if x_kv.dim() != 3 or x_kv.shape[-1] != self.d_model or x_kv.shape[0] != x_q.shape[0]:
-            raise ValueError(f"x_kv: expected shape (B={x_q.shape[0]}, Tk, d_model={self.d_model}), "
-                             f"got {tuple(x_kv.shape)}")
+    def forward(self, x_q: torch.Tensor, x_kv: torch.Tensor,
+                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The teaching path. x_q (B, Tq, D) attends to x_kv (B, Tk, D) (the same tensor for self-attention);
+        mask (B or 1, Tq or 1, Tk), True = may attend. Returns (out (B, Tq, D), weights (B, H, Tq, Tk))."""
+        self._check_inputs(x_q, x_kv)
         B, Tq, D = x_q.shape
+        Tk = x_kv.shape[1]
         H, Dh = self.n_heads, self.d_head
-        if kv_cache is not None and kv_cache.static and kv_cache.k is not None:
-            q = self.W_q(x_q)                            # (B, Tq, D); keys/values come from the cache
-            k, v = kv_cache.k, kv_cache.v                # (B, H, S, Dh)
-        else:
-            if x_kv is x_q:                              # self-attention: one matmul for q, k and v
-                q, k, v = self._project_qkv(x_q)         # 3 x (B, T, D)
-            else:
-                q = self.W_q(x_q)                        # (B, Tq, D)
-                k = self.W_k(x_kv)                       # (B, Tk, D)
-                v = self.W_v(x_kv)                       # (B, Tk, D)
-            k = k.view(B, -1, H, Dh).transpose(1, 2)     # (B, Tk, D) -> (B, H, Tk, Dh)
-            v = v.view(B, -1, H, Dh).transpose(1, 2)     # (B, Tk, D) -> (B, H, Tk, Dh)
-            if kv_cache is not None:
-                k, v = kv_cache.append(k, v)             # (B, H, t + Tk, Dh): the past and the new
+        q = F.linear(x_q, self.W_q.weight, self.W_q.bias)    # (B, Tq, D)
+        k = F.linear(x_kv, self.W_k.weight, self.W_k.bias)   # (B, Tk, D)
+        v = F.linear(x_kv, self.W_v.weight, self.W_v.bias)   # (B, Tk, D)
         q = q.view(B, Tq, H, Dh).transpose(1, 2)         # (B, Tq, D) -> (B, H, Tq, Dh)
-        Tk = k.shape[2]
+        k = k.view(B, Tk, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
+        v = v.view(B, Tk, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
         if mask is not None:
             check_mask(mask, B, Tq, Tk)
             mask = mask[:, None]                         # (B, Tq, Tk) -> (B, 1, Tq, Tk): same for every head
-        elif is_causal:
-            if Tq != Tk:
-                raise ValueError(f"is_causal: needs as many queries as keys, got Tq={Tq}, Tk={Tk}; "
-                                 f"pass an explicit mask instead")
-            if need_weights or not self.use_fused:
-                mask = torch.ones(Tq, Tk, dtype=torch.bool, device=x_q.device).tril()  # (Tq, Tk)
+        heads, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training)  # (B, H, Tq, Dh)
+        merged = heads.transpose(1, 2).reshape(B, Tq, D)  # (B, H, Tq, Dh) -> (B, Tq, H, Dh) -> (B, Tq, D)
+        out = F.linear(merged, self.W_o.weight, self.W_o.bias)  # (B, Tq, D)
+        return out, weights
+
+    def _fused_projection(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """W_q, W_k, W_v side by side: self-attention's three projections as one (D, 3D) matmul (better use of
+        the matmul kernel)."""
+        weight = torch.cat([self.W_q.weight, self.W_k.weight, self.W_v.weight])  # (3D, D)
+        bias = torch.cat([self.W_q.bias, self.W_k.bias, self.W_v.bias])          # (3D,)
+        return weight, bias
+
+    def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+                is_causal: bool = False) -> torch.Tensor:
+        """softmax(q k^T / sqrt(Dh)) v (B, H, Tq, Dh) by the fused kernel, or written out (use_fused=False)."""
         dropout_p = self.dropout if self.training else 0.0
-        if need_weights or not self.use_fused:
-            out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p, self.training)  # (B, H, Tq, Dh)
+        if self.use_fused:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
+                                                  is_causal=is_causal and mask is None)  # (B, H, Tq, Dh)
+        if is_causal and mask is None:
+            mask = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool, device=q.device).tril()  # (Tq, Tk)
+        heads, _ = scaled_dot_product_attention(q, k, v, mask, dropout_p, self.training)  # (B, H, Tq, Dh)
+        return heads
+
+    def forward_fast(self, x_q: torch.Tensor, x_kv: torch.Tensor, mask: torch.Tensor | None = None,
+                     is_causal: bool = False) -> torch.Tensor:
+        """The fast path of training: the output of `forward` (B, Tq, D), without the weights; one fused
+        projection for self-attention, the fused attention kernel. is_causal=True (with mask=None) asks for
+        the causal mask without building it, so the kernel can skip the masked blocks."""
+        self._check_inputs(x_q, x_kv)
+        B, Tq, D = x_q.shape
+        Tk = x_kv.shape[1]
+        H, Dh = self.n_heads, self.d_head
+        if x_kv is x_q:                                  # self-attention: one matmul for q, k and v
+            q, k, v = F.linear(x_q, *self._fused_projection()).chunk(3, dim=-1)  # 3 x (B, T, D)
         else:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
-                                                 is_causal=is_causal and mask is None)  # (B, H, Tq, Dh)
-            weights = None
-        out = out.transpose(1, 2).reshape(B, Tq, D)      # (B, H, Tq, Dh) -> (B, Tq, H, Dh) -> (B, Tq, D)
-        out = self.W_o(out)                              # (B, Tq, D)
-        return out, (weights if need_weights else None)
+            q = F.linear(x_q, self.W_q.weight, self.W_q.bias)    # (B, Tq, D)
+            k = F.linear(x_kv, self.W_k.weight, self.W_k.bias)   # (B, Tk, D)
+            v = F.linear(x_kv, self.W_v.weight, self.W_v.bias)   # (B, Tk, D)
+        q = q.view(B, Tq, H, Dh).transpose(1, 2)         # (B, Tq, D) -> (B, H, Tq, Dh)
+        k = k.view(B, Tk, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
+        v = v.view(B, Tk, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
+        if mask is not None:
+            check_mask(mask, B, Tq, Tk)
+            mask = mask[:, None]                         # (B, 1, Tq, Tk)
+        elif is_causal and Tq != Tk:
+            raise ValueError(f"is_causal: needs as many queries as keys, got Tq={Tq}, Tk={Tk}; "
+                             f"pass an explicit mask instead")
+        heads = self._attend(q, k, v, mask, is_causal)   # (B, H, Tq, Dh)
+        merged = heads.transpose(1, 2).reshape(B, Tq, D)  # (B, H, Tq, Dh) -> (B, Tq, D)
+        return F.linear(merged, self.W_o.weight, self.W_o.bias)  # (B, Tq, D)
+
+    def forward_cached(self, x_q: torch.Tensor, x_kv: torch.Tensor, kv_cache: KVCache,
+                       mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The fast path of decoding: x_q (B, T, D) holds only the new positions. Self-attention (a cache with
+        static=False, x_kv is x_q): their keys and values join the cache. Cross-attention (static=True): the
+        keys and values of x_kv (the memory) are computed at the first call and reused. Eval mode only."""
+        B, T, D = x_q.shape
+        H, Dh = self.n_heads, self.d_head
+        if kv_cache.static:
+            if kv_cache.k is None:                       # the first step: project the memory once
+                k = F.linear(x_kv, self.W_k.weight, self.W_k.bias).view(B, -1, H, Dh).transpose(1, 2)  # (B, H, S, Dh)
+                v = F.linear(x_kv, self.W_v.weight, self.W_v.bias).view(B, -1, H, Dh).transpose(1, 2)  # (B, H, S, Dh)
+                kv_cache.append(k, v)
+            q = F.linear(x_q, self.W_q.weight, self.W_q.bias)  # (B, T, D)
+            k, v = kv_cache.k, kv_cache.v                # (B, H, S, Dh)
+        else:
+            if kv_cache.projection is None:
+                kv_cache.projection = self._fused_projection()  # concatenated once per decoding
+            q, k, v = F.linear(x_q, *kv_cache.projection).chunk(3, dim=-1)  # 3 x (B, T, D)
+            k, v = kv_cache.append(k.view(B, T, H, Dh).transpose(1, 2),
+                                   v.view(B, T, H, Dh).transpose(1, 2))  # (B, H, t, Dh): the past and the new
+        q = q.view(B, T, H, Dh).transpose(1, 2)          # (B, H, T, Dh)
+        if mask is not None:
+            check_mask(mask, B, T, k.shape[2])
+            mask = mask[:, None]                         # (B, 1, T, t)
+        heads = self._attend(q, k, v, mask)              # (B, H, T, Dh)
+        merged = heads.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
+        return F.linear(merged, self.W_o.weight, self.W_o.bias)  # (B, T, D)
+
+    def attend(self, x_q: torch.Tensor, x_kv: torch.Tensor, mask: torch.Tensor | None = None,
+               need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """What the layers call: (out, weights) from `forward` when need_weights, else (out, None) from
+        `forward_fast` (the default in training)."""
+        if need_weights:
+            return self(x_q, x_kv, mask)
+        return self.forward_fast(x_q, x_kv, mask), None
 
 
 def set_fused_attention(model: nn.Module, enabled: bool) -> nn.Module:
-    """Switch every MultiHeadAttention inside `model` to the fused (True) or the explicit (False) path."""
+    """Make every MultiHeadAttention inside `model` use the fused kernel (True) or the explicit computation
+    (False) on its fast path."""
     for module in model.modules():
         if isinstance(module, MultiHeadAttention):
             module.use_fused = bool(enabled)

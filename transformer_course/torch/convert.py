@@ -4,7 +4,7 @@ NumPy stores a linear map as W (in, out) and b (out,), so y = x @ W + b; nn.Line
 and bias, so y = x @ weight.T + bias. The parameter trees have the same nesting: a submodule `W_q`
 (nn.Linear) becomes the keys "W_q" and "b_q" of its parent's dict, an nn.ModuleList becomes a list, a
 Parameter keeps its name (E, gamma, beta, P), every other submodule becomes a nested dict under its name.
-Recurrent layers (for Bahdanau's model) follow the NumPy `rnn` module: an nn.GRUCell becomes
+Recurrent layers (for Bahdanau's model) follow the NumPy `bahdanau` module: an nn.GRUCell becomes
 {W_ih (in, 3h), W_hh (h, 3h), b_ih, b_hh} (gate columns [r | z | n], as torch), a one-layer nn.GRU becomes that
 dict, or {"forward": ..., "backward": ...} when bidirectional; an nn.Embedding becomes {"E": weight}.
 """
@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
+
+from ..utils import to_numpy
 
 __all__ = ["torch_to_numpy", "numpy_to_torch"]
 
@@ -31,7 +33,7 @@ def _special_layout(module: nn.Module) -> dict | None:
                 "b_ih": (module.bias_ih, False), "b_hh": (module.bias_hh, False)}
     if isinstance(module, nn.GRU):
         if module.num_layers != 1 or not module.bias:
-            raise ValueError("model: only one-layer nn.GRU with biases converts (as the NumPy rnn module)")
+            raise ValueError("model: only one-layer nn.GRU with biases converts (as the NumPy bahdanau module)")
 
         def direction(suffix):
             return {"W_ih": (getattr(module, "weight_ih_l0" + suffix), True),
@@ -88,7 +90,7 @@ def torch_to_numpy(model: nn.Module, dtype=None) -> dict:
 
 
 def _to_array(tensor: torch.Tensor, dtype) -> np.ndarray:
-    array = tensor.detach().cpu().numpy()
+    array = to_numpy(tensor)
     return array.astype(dtype) if dtype is not None else array.copy()
 
 

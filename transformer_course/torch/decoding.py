@@ -1,19 +1,24 @@
-"""Decoding: greedy and beam search, with or without the key/value cache.
+"""Decoding: greedy (the twin of `transformer_course.numpy.decoding`) and beam search, with or without the
+key/value cache.
 
-Both take any model with the Transformer's decoding interface: `config` (pad_id, tgt_vocab_size, max_len),
-`make_src_mask(src)`, `encode(src, src_mask)`, `decode(tgt_in, memory, src_mask, cache=...)` and `new_cache()`.
-With the cache, each step feeds only the newest token: the decoder's self-attention keys/values of earlier
-positions are kept, and the cross-attention keys/values are computed once per source. Without it, every step
-re-runs the decoder over the whole prefix (the quadratic baseline the cache removes).
+Both take any model with the Transformer's decoding interface: `config` (pad_id, src/tgt_vocab_size,
+max_len), `make_src_mask(src)`, `encode(src, src_mask)`, `decode(tgt_in, memory, src_mask)`, and for the
+cache `new_cache()` and `decode_cached(tgt_in, memory, cache, src_mask)`. With the cache (the default), each
+step feeds only the newest token: the decoder's self-attention keys/values of earlier positions are kept,
+and the cross-attention keys/values are computed once per source. Without it, every step re-runs the decoder
+over the whole prefix, as the NumPy twin does (the quadratic baseline the cache removes).
 Returned tokens exclude BOS; a sequence ends with its EOS and is followed by pad_id.
 """
 from __future__ import annotations
 
 import torch
 
+from ..checks import check_id, check_int, check_max_len
+from ..data.vocab import BOS_ID, EOS_ID
+from ..utils import eval_mode
 from .embedding import check_tokens
 
-__all__ = ["greedy_decode", "beam_search", "length_penalty"]
+__all__ = ["length_penalty", "greedy_decode", "beam_search"]
 
 
 def length_penalty(length: int, alpha: float) -> float:
@@ -21,53 +26,47 @@ def length_penalty(length: int, alpha: float) -> float:
     return ((5.0 + length) / 6.0) ** alpha
 
 
-def _prepare(model, src, src_mask, max_len):
+def _check_decoding_inputs(model, src, max_len, bos_id, eos_id) -> int:
+    """The NumPy twin's checks of greedy_decode's inputs; returns max_len (default: S + 50)."""
     config = model.config
     check_tokens(src, config.src_vocab_size, "src")
-    S = src.shape[1]
-    if max_len is None:
-        max_len = min(S + 50, config.max_len)            # the paper's input length + 50, within the table
-    if not isinstance(max_len, int) or not 1 <= max_len <= config.max_len:
-        raise ValueError(f"max_len: expected an int in [1, config.max_len={config.max_len}], got {max_len!r}")
-    if src_mask is None:
-        src_mask = model.make_src_mask(src)              # (B, 1, S)
-    return max_len, src_mask
+    check_id("bos_id", bos_id, config.tgt_vocab_size)
+    check_id("eos_id", eos_id, config.tgt_vocab_size)
+    return check_max_len(max_len, src.shape[1], config.max_len)
 
 
 @torch.inference_mode()
-def greedy_decode(model, src: torch.Tensor, max_len: int | None = None, bos_id: int = 1, eos_id: int = 2,
-                  use_cache: bool = True, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+def greedy_decode(model, src: torch.Tensor, max_len: int | None = None, bos_id: int = BOS_ID, eos_id: int = EOS_ID,
+                  src_mask: torch.Tensor | None = None, use_cache: bool = True) -> torch.Tensor:
     """Pick the most probable token at every step: src (B, S) -> tokens (B, L), L <= max_len (default S + 50)."""
-    max_len, src_mask = _prepare(model, src, src_mask, max_len)
-    was_training = model.training
-    if was_training:                                     # switching modes walks every module: only if needed
-        model.eval()
+    max_len = _check_decoding_inputs(model, src, max_len, bos_id, eos_id)
+    if src_mask is None:
+        src_mask = model.make_src_mask(src)              # (B, 1, S)
     B = src.shape[0]
     pad_id = model.config.pad_id
-    memory = model.encode(src, src_mask)                 # (B, S, D)
-    ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
-    finished = torch.zeros(B, dtype=torch.bool, device=src.device)        # (B,)
-    cache = model.new_cache() if use_cache else None
-    for _ in range(max_len):
-        if use_cache:
-            logits = model.decode(ys[:, -1:], memory, src_mask, cache=cache)  # (B, 1, V): the newest position
-        else:
-            logits = model.decode(ys, memory, src_mask)  # (B, t, V): every position again
-        next_token = logits[:, -1].argmax(-1)            # (B,)
-        next_token = next_token.masked_fill(finished, pad_id)  # (B,): finished rows only pad
-        ys = torch.cat([ys, next_token[:, None]], dim=1)  # (B, t + 1)
-        finished |= next_token == eos_id
-        if bool(finished.all()):
-            break
-    if was_training:
-        model.train()
+    with eval_mode(model):
+        memory = model.encode(src, src_mask)             # (B, S, D)
+        ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
+        finished = torch.zeros(B, dtype=torch.bool, device=src.device)        # (B,)
+        cache = model.new_cache() if use_cache else None
+        for _ in range(max_len):
+            if cache is not None:
+                logits = model.decode_cached(ys[:, -1:], memory, cache, src_mask)  # (B, 1, V): the newest position
+            else:
+                logits = model.decode(ys, memory, src_mask)  # (B, t, V): every position again
+            next_token = logits[:, -1].argmax(-1)        # (B,)
+            next_token = next_token.masked_fill(finished, pad_id)  # (B,): finished rows only pad
+            ys = torch.cat([ys, next_token[:, None]], dim=1)  # (B, t + 1)
+            finished |= next_token == eos_id
+            if bool(finished.all()):
+                break
     return ys[:, 1:]                                     # (B, L): without BOS
 
 
 @torch.inference_mode()
 def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6, max_len: int | None = None,
-                bos_id: int = 1, eos_id: int = 2, use_cache: bool = True, src_mask: torch.Tensor | None = None,
-                return_scores: bool = False):
+                bos_id: int = BOS_ID, eos_id: int = EOS_ID, src_mask: torch.Tensor | None = None,
+                use_cache: bool = True, return_scores: bool = False):
     """Batched beam search with GNMT's length penalty: src (B, S) -> tokens (B, L) [, scores (B,)].
 
     Each step expands the K alive hypotheses of every source by every token and keeps the 2K best by log
@@ -77,78 +76,76 @@ def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6
     hypotheses of unfinished sources compete too. The first step decodes one BOS per source, then the caches
     (cross-attention keys/values included) are copied to the K beams.
     """
-    if not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size: expected an int >= 1, got {beam_size!r}")
+    max_len = _check_decoding_inputs(model, src, max_len, bos_id, eos_id)
+    V = model.config.tgt_vocab_size
+    K = check_int("beam_size", beam_size, 1, V, f" (at most the target vocabulary size {V})")
     if alpha < 0:
         raise ValueError(f"alpha: expected alpha >= 0, got {alpha!r}")
-    max_len, src_mask = _prepare(model, src, src_mask, max_len)
-    was_training = model.training
-    if was_training:
-        model.eval()
-    device = src.device
-    B, K = src.shape[0], beam_size
-    pad_id, V = model.config.pad_id, model.config.tgt_vocab_size
-    neg_inf = float("-inf")
-    memory = model.encode(src, src_mask)                 # (B, S, D)
-    cache = model.new_cache() if use_cache else None
-    alive_seq = torch.empty(B, 1, 0, dtype=torch.long, device=device)   # (B, K_cur = 1, t = 0)
-    alive_logp = torch.zeros(B, 1, device=device)                       # (B, K_cur)
-    fin_seq = torch.full((B, K, 0), pad_id, dtype=torch.long, device=device)  # (B, K, t)
-    fin_score = torch.full((B, K), neg_inf, device=device)              # (B, K)
-    fin_len = torch.zeros(B, K, dtype=torch.long, device=device)        # (B, K)
-    done = torch.zeros(B, dtype=torch.bool, device=device)              # (B,)
-    batch_base = torch.arange(B, device=device)[:, None]                # (B, 1)
-    for t in range(max_len):
-        K_cur = alive_seq.shape[1]
-        if use_cache:
-            last = alive_seq[:, :, -1:] if t > 0 else torch.full((B, 1, 1), bos_id, device=device)  # (B, K_cur, 1)
-            logits = model.decode(last.reshape(B * K_cur, 1), memory, src_mask, cache=cache)  # (B*K_cur, 1, V)
-        else:
-            bos = torch.full((B, K_cur, 1), bos_id, dtype=torch.long, device=device)          # (B, K_cur, 1)
-            prefix = torch.cat([bos, alive_seq], dim=2).reshape(B * K_cur, t + 1)           # (B*K_cur, t + 1)
-            logits = model.decode(prefix, memory, src_mask)                                  # (B*K_cur, t + 1, V)
-        logp = torch.log_softmax(logits[:, -1].float(), dim=-1).view(B, K_cur, V)  # (B, K_cur, V)
-        cand = (alive_logp[:, :, None] + logp).view(B, K_cur * V)                   # (B, K_cur * V)
-        top_logp, top_idx = cand.topk(min(2 * K, K_cur * V), dim=-1)                # (B, 2K)
-        beam_idx = top_idx // V                                                     # (B, 2K): which parent
-        token = top_idx % V                                                         # (B, 2K): which token
-        cand_seq = torch.cat([alive_seq.gather(1, beam_idx[:, :, None].expand(-1, -1, t)),
-                              token[:, :, None]], dim=2)                            # (B, 2K, t + 1)
-        is_eos = token == eos_id                                                    # (B, 2K)
-        # 1. hypotheses that end here: EOS among the K best candidates, for sources not yet done
-        rank = torch.arange(top_idx.shape[1], device=device)                        # (2K,)
-        ends = is_eos & (rank < K) & ~done[:, None]                                 # (B, 2K)
-        new_score = torch.where(ends, top_logp / length_penalty(t + 1, alpha), neg_inf)  # (B, 2K)
-        fin_seq = torch.cat([fin_seq, torch.full((B, K, 1), pad_id, dtype=torch.long, device=device)], 2)
-        pool_seq = torch.cat([fin_seq, cand_seq], dim=1)                            # (B, 3K, t + 1)
-        pool_score = torch.cat([fin_score, new_score], dim=1)                       # (B, 3K)
-        pool_len = torch.cat([fin_len, torch.full_like(new_score, t + 1, dtype=torch.long)], 1)  # (B, 3K)
-        fin_score, keep = pool_score.topk(K, dim=-1)                                # (B, K)
-        fin_seq = pool_seq.gather(1, keep[:, :, None].expand(-1, -1, t + 1))        # (B, K, t + 1)
-        fin_len = pool_len.gather(1, keep)                                          # (B, K)
-        # 2. hypotheses that go on: the K best not ending in EOS
-        alive_logp, pick = torch.where(is_eos, neg_inf, top_logp).topk(K, dim=-1)   # (B, K)
-        alive_seq = cand_seq.gather(1, pick[:, :, None].expand(-1, -1, t + 1))      # (B, K, t + 1)
-        parent = (batch_base * K_cur + beam_idx.gather(1, pick)).view(B * K)        # (B*K,): rows to keep
-        if t == 0:                                       # one row per source -> K rows: copy the source side
-            memory = memory.index_select(0, parent)      # (B*K, S, D)
-            src_mask = src_mask.index_select(0, parent)  # (B*K, 1, S)
-        if cache is not None:
-            cache.reorder(parent, include_static=(t == 0))
-        # 3. a source is done when no alive hypothesis can beat its K finished ones (by the current score)
-        best_alive = alive_logp[:, 0] / length_penalty(t + 1, alpha)                # (B,)
-        done |= (fin_score[:, -1] > neg_inf) & (best_alive <= fin_score[:, -1])
-        if bool(done.all()):
-            break
-    # sources still open at max_len: their alive hypotheses compete with the finished ones
-    L = alive_seq.shape[2]
-    open_score = torch.where(done[:, None], neg_inf, alive_logp / length_penalty(L, alpha))  # (B, K)
-    pool_score = torch.cat([fin_score, open_score], dim=1)                                   # (B, 2K)
-    pool_seq = torch.cat([fin_seq, alive_seq], dim=1)                                        # (B, 2K, L)
-    pool_len = torch.cat([fin_len, torch.full_like(fin_len, L)], dim=1)                      # (B, 2K)
-    best_score, best = pool_score.max(dim=-1)                                                # (B,)
-    tokens = pool_seq[torch.arange(B, device=device), best]                                  # (B, L)
-    tokens = tokens[:, : int(pool_len[torch.arange(B, device=device), best].max())]          # (B, L')
-    if was_training:
-        model.train()
+    if src_mask is None:
+        src_mask = model.make_src_mask(src)              # (B, 1, S)
+    with eval_mode(model):
+        device = src.device
+        B = src.shape[0]
+        pad_id = model.config.pad_id
+        neg_inf = float("-inf")
+        memory = model.encode(src, src_mask)                 # (B, S, D)
+        cache = model.new_cache() if use_cache else None
+        alive_seq = torch.empty(B, 1, 0, dtype=torch.long, device=device)   # (B, K_cur = 1, t = 0)
+        alive_logp = torch.zeros(B, 1, device=device)                       # (B, K_cur)
+        fin_seq = torch.full((B, K, 0), pad_id, dtype=torch.long, device=device)  # (B, K, t)
+        fin_score = torch.full((B, K), neg_inf, device=device)              # (B, K)
+        fin_len = torch.zeros(B, K, dtype=torch.long, device=device)        # (B, K)
+        done = torch.zeros(B, dtype=torch.bool, device=device)              # (B,)
+        batch_base = torch.arange(B, device=device)[:, None]                # (B, 1)
+        for t in range(max_len):
+            K_cur = alive_seq.shape[1]
+            if cache is not None:
+                last = alive_seq[:, :, -1:] if t > 0 else torch.full((B, 1, 1), bos_id, device=device)  # (B, K_cur, 1)
+                logits = model.decode_cached(last.reshape(B * K_cur, 1), memory, cache, src_mask)  # (B*K_cur, 1, V)
+            else:
+                bos = torch.full((B, K_cur, 1), bos_id, dtype=torch.long, device=device)          # (B, K_cur, 1)
+                prefix = torch.cat([bos, alive_seq], dim=2).reshape(B * K_cur, t + 1)           # (B*K_cur, t + 1)
+                logits = model.decode(prefix, memory, src_mask)                                  # (B*K_cur, t + 1, V)
+            logp = torch.log_softmax(logits[:, -1].float(), dim=-1).view(B, K_cur, V)  # (B, K_cur, V)
+            cand = (alive_logp[:, :, None] + logp).view(B, K_cur * V)                   # (B, K_cur * V)
+            top_logp, top_idx = cand.topk(min(2 * K, K_cur * V), dim=-1)                # (B, 2K)
+            beam_idx = top_idx // V                                                     # (B, 2K): which parent
+            token = top_idx % V                                                         # (B, 2K): which token
+            cand_seq = torch.cat([alive_seq.gather(1, beam_idx[:, :, None].expand(-1, -1, t)),
+                                  token[:, :, None]], dim=2)                            # (B, 2K, t + 1)
+            is_eos = token == eos_id                                                    # (B, 2K)
+            # 1. hypotheses that end here: EOS among the K best candidates, for sources not yet done
+            rank = torch.arange(top_idx.shape[1], device=device)                        # (2K,)
+            ends = is_eos & (rank < K) & ~done[:, None]                                 # (B, 2K)
+            new_score = torch.where(ends, top_logp / length_penalty(t + 1, alpha), neg_inf)  # (B, 2K)
+            fin_seq = torch.cat([fin_seq, torch.full((B, K, 1), pad_id, dtype=torch.long, device=device)], 2)
+            pool_seq = torch.cat([fin_seq, cand_seq], dim=1)                            # (B, 3K, t + 1)
+            pool_score = torch.cat([fin_score, new_score], dim=1)                       # (B, 3K)
+            pool_len = torch.cat([fin_len, torch.full_like(new_score, t + 1, dtype=torch.long)], 1)  # (B, 3K)
+            fin_score, keep = pool_score.topk(K, dim=-1)                                # (B, K)
+            fin_seq = pool_seq.gather(1, keep[:, :, None].expand(-1, -1, t + 1))        # (B, K, t + 1)
+            fin_len = pool_len.gather(1, keep)                                          # (B, K)
+            # 2. hypotheses that go on: the K best not ending in EOS
+            alive_logp, pick = torch.where(is_eos, neg_inf, top_logp).topk(K, dim=-1)   # (B, K)
+            alive_seq = cand_seq.gather(1, pick[:, :, None].expand(-1, -1, t + 1))      # (B, K, t + 1)
+            parent = (batch_base * K_cur + beam_idx.gather(1, pick)).view(B * K)        # (B*K,): rows to keep
+            if t == 0:                                       # one row per source -> K rows: copy the source side
+                memory = memory.index_select(0, parent)      # (B*K, S, D)
+                src_mask = src_mask.index_select(0, parent)  # (B*K, 1, S)
+            if cache is not None:
+                cache.reorder(parent, include_static=(t == 0))
+            # 3. a source is done when no alive hypothesis can beat its K finished ones (by the current score)
+            best_alive = alive_logp[:, 0] / length_penalty(t + 1, alpha)                # (B,)
+            done |= (fin_score[:, -1] > neg_inf) & (best_alive <= fin_score[:, -1])
+            if bool(done.all()):
+                break
+        # sources still open at max_len: their alive hypotheses compete with the finished ones
+        L = alive_seq.shape[2]
+        open_score = torch.where(done[:, None], neg_inf, alive_logp / length_penalty(L, alpha))  # (B, K)
+        pool_score = torch.cat([fin_score, open_score], dim=1)                                   # (B, 2K)
+        pool_seq = torch.cat([fin_seq, alive_seq], dim=1)                                        # (B, 2K, L)
+        pool_len = torch.cat([fin_len, torch.full_like(fin_len, L)], dim=1)                      # (B, 2K)
+        best_score, best = pool_score.max(dim=-1)                                                # (B,)
+        tokens = pool_seq[torch.arange(B, device=device), best]                                  # (B, L)
+        tokens = tokens[:, : int(pool_len[torch.arange(B, device=device), best].max())]          # (B, L')
     return (tokens, best_score) if return_scores else tokens

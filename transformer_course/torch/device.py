@@ -1,4 +1,5 @@
-"""Device and precision: pick CUDA, MPS or CPU; autocast in bf16/fp16; optional torch.compile.
+"""Device and precision: pick CUDA, MPS or CPU; autocast in bf16/fp16; optional torch.compile. The one home of
+these helpers: the trainer, evaluation and the benchmarks use them.
 
 Nothing in the package is tied to one device: modules follow `.to(device)`, masks and positions are created
 on the device of their inputs.

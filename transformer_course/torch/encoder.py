@@ -23,7 +23,7 @@ class EncoderLayer(nn.Module):
         self.ffn = FeedForward(d_model, d_ff)
         self.norm1 = LayerNorm(d_model, eps)
         self.norm2 = LayerNorm(d_model, eps)
-        self.dropout = nn.Dropout(dropout)               # on each sublayer's output (paper section 5.4)
+        self.dropout = dropout                           # on each sublayer's output (paper section 5.4)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -32,11 +32,11 @@ class EncoderLayer(nn.Module):
 
         def self_attention(h):                           # keeps the weights for the caller
             nonlocal weights
-            out, weights = self.self_attn(h, h, mask, need_weights)  # (B, S, D)
+            out, weights = self.self_attn.attend(h, h, mask, need_weights)  # (B, S, D)
             return out
 
-        x = residual(x, self_attention, self.norm1, self.dropout, self.norm_first)  # (B, S, D)
-        x = residual(x, self.ffn, self.norm2, self.dropout, self.norm_first)        # (B, S, D)
+        x = residual(x, self_attention, self.norm1, self.norm_first, self.dropout, self.training)  # (B, S, D)
+        x = residual(x, self.ffn, self.norm2, self.norm_first, self.dropout, self.training)        # (B, S, D)
         return x, weights
 
 

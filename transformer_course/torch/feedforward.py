@@ -23,5 +23,10 @@ class FeedForward(nn.Module):
             nn.init.zeros_(linear.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = F.relu(self.W_1(x))                          # (B, T, D) -> (B, T, F)
-        return self.W_2(h)                               # (B, T, F) -> (B, T, D)
+        """The same two-layer network applied to every position alone: x (B, T, D) -> (B, T, D)."""
+        if x.dim() != 3 or x.shape[-1] != self.W_1.in_features:
+            raise ValueError(f"x: expected shape (B, T, d_model={self.W_1.in_features}), got {tuple(x.shape)}")
+        pre = F.linear(x, self.W_1.weight, self.W_1.bias)  # (B, T, D) -> (B, T, F)
+        h = F.relu(pre)                                  # (B, T, F)
+        out = F.linear(h, self.W_2.weight, self.W_2.bias)  # (B, T, F) -> (B, T, D)
+        return out

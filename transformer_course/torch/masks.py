@@ -1,19 +1,20 @@
 """Attention masks: boolean tensors, True = may attend (the same semantics as the NumPy twin).
 
-Shapes are (B or 1, Tq or 1, Tk); multi-head attention inserts the head axis itself.
+Shapes are (B or 1, Tq or 1, Tk): a padding mask is the same for every query (Tq axis 1), a causal mask the
+same for every sequence (B axis 1). Multi-head attention inserts the head axis itself: (B, 1, Tq, Tk).
 """
 from __future__ import annotations
 
 import torch
 
-__all__ = ["padding_mask", "lengths_to_mask", "causal_mask", "combine_masks"]
+__all__ = ["padding_mask", "lengths_to_mask", "causal_mask", "combine_masks", "check_mask"]
 
 
 def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
     """True where the key is a real token, so nothing attends to padding."""
     if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
-        raise ValueError(f"tokens: expected an integer tensor of shape (B, S), got "
-                         f"{tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__}")
+        got = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
+        raise ValueError(f"tokens: expected an integer tensor of shape (B, S), got {got}")
     mask = tokens != pad_id                              # (B, S)
     return mask[:, None, :]                              # (B, S) -> (B, 1, S)
 
@@ -40,15 +41,24 @@ def causal_mask(T: int, device=None) -> torch.Tensor:
 
 
 def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
-    """Logical AND of masks that broadcast over their leading axes (B or 1, Tq or 1, Tk); None entries are skipped."""
+    """Logical AND of masks of shape (B or 1, Tq or 1, Tk), broadcast over the leading axes; None is skipped."""
     present = [m for m in masks if m is not None]
     if not present:
         return None
     for i, m in enumerate(present):
-        if m.dtype != torch.bool or m.dim() != 3:
-            raise ValueError(f"masks[{i}]: expected a bool tensor of shape (B or 1, Tq or 1, Tk), got "
-                             f"{m.dtype} {tuple(m.shape)}")
+        if not isinstance(m, torch.Tensor) or m.dtype != torch.bool or m.dim() != 3:
+            got = f"{m.dtype} {tuple(m.shape)}" if isinstance(m, torch.Tensor) else type(m).__name__
+            raise ValueError(f"masks[{i}]: expected a bool tensor of shape (B or 1, Tq or 1, Tk), got {got}")
     out = present[0]
     for m in present[1:]:
         out = out & m                                    # (B, Tq, Tk)
     return out
+
+
+def check_mask(mask, B: int, Tq: int, Tk: int, name: str = "mask") -> None:
+    """Raise a ValueError unless mask is bool of shape (B or 1, Tq or 1, Tk)."""
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise ValueError(f"{name}: expected a bool tensor (True = may attend), got {got}")
+    if mask.dim() != 3 or mask.shape[0] not in (1, B) or mask.shape[1] not in (1, Tq) or mask.shape[2] != Tk:
+        raise ValueError(f"{name}: expected shape (B={B} or 1, Tq={Tq} or 1, Tk={Tk}), got {tuple(mask.shape)}")

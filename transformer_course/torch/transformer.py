@@ -1,13 +1,15 @@
 """The encoder-decoder Transformer of Vaswani et al. (2017), built from the modules of this package."""
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ..config import ModelConfig
 from .decoder import Decoder, DecoderCache
-from .embedding import Embedding, check_tokens
+from .embedding import Embedding, check_tokens, output_projection
 from .encoder import Encoder
 from .masks import causal_mask, combine_masks, padding_mask
 from .positional import LearnedPositions, SinusoidalPositions
@@ -34,7 +36,6 @@ class Transformer(nn.Module):
         self.tgt_embedding = Embedding(c.tgt_vocab_size, c.d_model)
         positions = SinusoidalPositions if c.positional == "sinusoidal" else LearnedPositions
         self.positions = positions(c.d_model, c.max_len)
-        self.dropout = nn.Dropout(c.dropout)             # on embeddings + positions (paper section 5.4)
         self.encoder = Encoder(c.n_encoder_layers, c.d_model, c.n_heads, c.d_ff, c.dropout,
                                c.attention_dropout, c.norm_first, c.layer_norm_eps)
         self.decoder = Decoder(c.n_decoder_layers, c.d_model, c.n_heads, c.d_ff, c.dropout,
@@ -56,59 +57,78 @@ class Transformer(nn.Module):
         return combine_masks(causal_mask(T, tgt_in.device), padding_mask(tgt_in, self.config.pad_id))  # (B, T, T)
 
     # ------------------------------------------------------------------ the two halves
-    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None, need_weights: bool = False):
-        """src (B, S) -> memory (B, S, D); with need_weights, (memory, [weights (B, H, S, S) per layer])."""
-        check_tokens(src, self.config.src_vocab_size, "src")
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None,
+               need_weights: bool = False) -> torch.Tensor | tuple[torch.Tensor, list]:
+        """src (B, S) -> memory (B, S, D); with need_weights, (memory, [weights (B, H, S, S) per encoder layer])."""
+        c = self.config
+        check_tokens(src, c.src_vocab_size, "src")
         if src_mask is None:
             src_mask = self.make_src_mask(src)           # (B, 1, S)
         x = self.src_embedding(src, "src")               # (B, S) -> (B, S, D)
-        x = self.dropout(self.positions(x))              # (B, S, D)
+        x = self.positions(x)                            # (B, S, D)
+        x = F.dropout(x, c.dropout, self.training)       # (B, S, D): on embeddings + positions (section 5.4)
         memory, weights = self.encoder(x, src_mask, need_weights)  # (B, S, D)
         return (memory, weights) if need_weights else memory
 
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor | None = None,
-               cache: DecoderCache | None = None, tgt_mask: torch.Tensor | None = None,
-               need_weights: bool = False):
+               tgt_mask: torch.Tensor | None = None,
+               need_weights: bool = False) -> torch.Tensor | tuple[torch.Tensor, dict]:
         """tgt_in (B, T), memory (B, S, D) -> logits (B, T, V_tgt) (and the weights with need_weights).
 
         src_mask must be given when the source had padding (encode's default is `make_src_mask(src)`).
-        With a `cache` (see `new_cache`), tgt_in holds only the new positions; earlier ones are in the cache.
+        weights = {"self": [(B, H, T, T)], "cross": [(B, H, T, S)]}. `decode_cached` is the fast path for
+        decoding one position at a time.
         """
-        check_tokens(tgt_in, self.config.tgt_vocab_size, "tgt_in")
+        c = self.config
+        check_tokens(tgt_in, c.tgt_vocab_size, "tgt_in")
         B, T = tgt_in.shape
-        if memory.dim() != 3 or memory.shape[0] != B or memory.shape[2] != self.config.d_model:
-            raise ValueError(f"memory: expected shape (B={B}, S, d_model={self.config.d_model}), "
-                             f"got {tuple(memory.shape)}")
-        offset = cache.length if cache is not None else 0
+        if memory.dim() != 3 or memory.shape[0] != B or memory.shape[2] != c.d_model:
+            raise ValueError(f"memory: expected shape (B={B}, S, d_model={c.d_model}), got {tuple(memory.shape)}")
         if tgt_mask is None:
-            if cache is None:
-                tgt_mask = self.make_tgt_mask(tgt_in)    # (B, T, T)
-            elif T > 1:                                  # several new positions: causal, shifted by the past
-                tgt_mask = torch.ones(T, offset + T, dtype=torch.bool, device=tgt_in.device).tril(offset)[None]
-            # one new position may attend to every cached one: no mask at all
+            tgt_mask = self.make_tgt_mask(tgt_in)        # (B, T, T)
         y = self.tgt_embedding(tgt_in, "tgt_in")         # (B, T) -> (B, T, D)
-        y = self.dropout(self.positions(y, offset))      # (B, T, D)
-        y, weights = self.decoder(y, memory, tgt_mask, src_mask, need_weights, cache)  # (B, T, D)
-        logits = self.project(y)                         # (B, T, V)
+        y = self.positions(y)                            # (B, T, D)
+        y = F.dropout(y, c.dropout, self.training)       # (B, T, D)
+        y, weights = self.decoder(y, memory, tgt_mask, src_mask, need_weights)  # (B, T, D)
+        W = self.tgt_embedding.E if c.tie_output_embedding else self.W_out.weight  # (V, D) both
+        logits = output_projection(y, W)                 # (B, T, D) -> (B, T, V)
         return (logits, weights) if need_weights else logits
 
-    def project(self, y: torch.Tensor) -> torch.Tensor:
-        """The pre-softmax linear map (B, T, D) -> (B, T, V_tgt)."""
-        if self.W_out is None:
-            return F.linear(y, self.tgt_embedding.E)     # (B, T, D) @ (D, V) -> (B, T, V)
-        return self.W_out(y)                             # (B, T, V)
-
     def new_cache(self) -> DecoderCache:
-        """An empty key/value cache for incremental decoding (see `decoding.greedy_decode`)."""
+        """An empty key/value cache for `decode_cached` (see `decoding.greedy_decode`)."""
         return DecoderCache(len(self.decoder.layers))
+
+    def decode_cached(self, tgt_in: torch.Tensor, memory: torch.Tensor, cache: DecoderCache,
+                      src_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The fast path of `decode` while generating (eval mode): tgt_in (B, T) holds only the positions after
+        those in `cache` (usually T = 1, the newest token); their keys and values join the cache, the earlier
+        ones are read from it, and the cross-attention keys and values of the memory are computed once.
+        Returns logits (B, T, V_tgt) of the new positions."""
+        if self.training:
+            raise ValueError("decode_cached: expected a model in eval mode (decoding applies no dropout); call "
+                             "model.eval() first")
+        c = self.config
+        T = tgt_in.shape[1]
+        past = cache.length
+        tgt_mask = None                                  # one new position may attend to every cached one
+        if T > 1:                                        # several: causal, shifted by the past
+            tgt_mask = torch.ones(T, past + T, dtype=torch.bool, device=tgt_in.device).tril(past)[None]  # (1, T, t)
+        # the ids are the model's own argmax (and a BOS that greedy_decode and beam_search check): no check per step
+        y = F.embedding(tgt_in, self.tgt_embedding.E) * math.sqrt(c.d_model)  # (B, T) -> (B, T, D)
+        y = self.positions(y, past)                      # (B, T, D): positions past .. past + T - 1
+        y = self.decoder.forward_cached(y, memory, tgt_mask, src_mask, cache)  # (B, T, D)
+        W = self.tgt_embedding.E if c.tie_output_embedding else self.W_out.weight  # (V, D)
+        return output_projection(y, W)                   # (B, T, V)
 
     # ------------------------------------------------------------------ the whole model
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, src_mask: torch.Tensor | None = None,
-                tgt_mask: torch.Tensor | None = None, need_weights: bool = False):
-        """src (B, S), tgt_in (B, T) -> logits (B, T, V_tgt).
+                tgt_mask: torch.Tensor | None = None,
+                need_weights: bool = False) -> torch.Tensor | tuple[torch.Tensor, dict]:
+        """src (B, S), tgt_in (B, T) -> logits (B, T, V_tgt). Masks are built from pad_id when None.
 
         With need_weights=True returns (logits, weights), weights = {"encoder": [(B, H, S, S)] per layer,
-        "decoder_self": [(B, H, T, T)], "decoder_cross": [(B, H, T, S)]}; this uses the explicit attention path.
+        "decoder_self": [(B, H, T, T)], "decoder_cross": [(B, H, T, S)]}; this uses the teaching path of
+        attention (MultiHeadAttention.forward) instead of the fast one.
         """
         check_tokens(src, self.config.src_vocab_size, "src")
         check_tokens(tgt_in, self.config.tgt_vocab_size, "tgt_in")
@@ -116,11 +136,11 @@ class Transformer(nn.Module):
             raise ValueError(f"tgt_in: expected batch size {src.shape[0]} (as src), got {tgt_in.shape[0]}")
         if src_mask is None:
             src_mask = self.make_src_mask(src)           # (B, 1, S)
-        if need_weights:
-            memory, enc_weights = self.encode(src, src_mask, need_weights=True)  # (B, S, D)
-            logits, dec_weights = self.decode(tgt_in, memory, src_mask, tgt_mask=tgt_mask,
-                                              need_weights=True)  # (B, T, V)
-            return logits, {"encoder": enc_weights, "decoder_self": dec_weights["self"],
-                            "decoder_cross": dec_weights["cross"]}
-        memory = self.encode(src, src_mask)              # (B, S, D)
-        return self.decode(tgt_in, memory, src_mask, tgt_mask=tgt_mask)  # (B, T, V)
+        if not need_weights:
+            memory = self.encode(src, src_mask)          # (B, S, D)
+            return self.decode(tgt_in, memory, src_mask, tgt_mask)  # (B, T, V)
+        memory, enc_weights = self.encode(src, src_mask, need_weights=True)  # (B, S, D)
+        logits, dec_weights = self.decode(tgt_in, memory, src_mask, tgt_mask, need_weights=True)  # (B, T, V)
+        weights = {"encoder": enc_weights, "decoder_self": dec_weights["self"],
+                   "decoder_cross": dec_weights["cross"]}
+        return logits, weights

@@ -26,7 +26,7 @@ import torch
 
 from ..config import ModelConfig, TrainConfig
 from ..data.vocab import Vocab
-from ..utils import atomic_write, atomic_write_text, sha256_file
+from ..utils import atomic_write, atomic_write_text, sha256sum
 
 __all__ = ["FORMAT", "PRETRAINED_FORMAT", "CheckpointError", "unwrap_model", "atomic_save", "get_rng_state",
            "set_rng_state", "save_checkpoint", "load_checkpoint", "check_vocabs", "build_model",
@@ -249,7 +249,7 @@ def export_pretrained(model: torch.nn.Module, src_vocab: Vocab, tgt_vocab: Vocab
     info = {"format": PRETRAINED_FORMAT, "name": name,
             "model_config": model.config.to_dict(), "src_vocab": src_vocab.to_dict(),
             "tgt_vocab": tgt_vocab.to_dict(), "weights": weights.name,
-            "weights_sha256": sha256_file(weights), "weights_bytes": weights.stat().st_size,
+            "weights_sha256": sha256sum(weights), "weights_bytes": weights.stat().st_size,
             "metadata": metadata or {}}
     atomic_write_text(directory / f"{name}.json", json.dumps(info, ensure_ascii=False, indent=1) + "\n")
     return info
@@ -285,7 +285,7 @@ def load_pretrained(name: str = "numbers-en-fr", directory: str | os.PathLike | 
     weights = directory / str(info.get("weights"))
     if not weights.is_file():
         raise CheckpointError(f"{weights}: the weights named by {meta_path.name} are missing")
-    if check_hash and sha256_file(weights) != info.get("weights_sha256"):
+    if check_hash and sha256sum(weights) != info.get("weights_sha256"):
         raise CheckpointError(f"{weights}: sha256 differs from the one recorded in {meta_path.name}; "
                               "the file is corrupt or was replaced")
 

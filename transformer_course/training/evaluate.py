@@ -22,7 +22,9 @@ import torch
 
 from ..data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 from ..torch.decoding import beam_search, greedy_decode
+from ..torch.device import autocast
 from ..torch.loss import cross_entropy
+from ..utils import eval_mode
 
 __all__ = ["exact_match", "token_accuracy", "perplexity", "corpus_bleu", "corpus_chrf", "strip_eos",
            "generate_ids", "evaluate", "translate", "evaluate_pairs", "exact_match_by_stratum", "evaluate_task",
@@ -127,29 +129,26 @@ def evaluate(model, loader: Iterable, tgt_vocab: Vocab | None = None, *, generat
     "n_sentences". With `generate`: "exact_match" and "hypotheses" (id lists, in dataset order); with a
     `tgt_vocab` as well: "bleu" and "bleu_signature".
     """
-    was_training = model.training
-    model.eval()
     if device is None:
         device = next(model.parameters()).device
     device = torch.device(device)
     pad_id = model.config.pad_id
     total_nll, correct, counted, n_sentences = 0.0, 0, 0, 0
     outputs: dict[int, tuple[list[int], list[int]]] = {}
-    for batch in loader:
-        batch = batch.to(device)
-        with torch.autocast(device_type=device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16,
-                            enabled=precision != "fp32"):
-            logits = model(batch.src, batch.tgt_in, src_mask=batch.src_mask)   # (B, T, V)
-        logits = logits.float()
-        n_tok = int((batch.tgt_out != pad_id).sum())
-        total_nll += float(cross_entropy(logits, batch.tgt_out, pad_id)) * n_tok
-        c, n = token_accuracy(logits, batch.tgt_out, pad_id)
-        correct, counted, n_sentences = correct + c, counted + n, n_sentences + len(batch.src)
-        if generate:
-            hyps = generate_ids(model, batch.src, batch.src_mask, beam_size, max_len)
-            for i, hyp, ref in zip(batch.index.tolist(), hyps, batch.tgt_out.tolist()):
-                outputs[i] = (hyp, strip_eos(ref))
-    model.train(was_training)
+    with eval_mode(model):
+        for batch in loader:
+            batch = batch.to(device)
+            with autocast(device, precision):
+                logits = model(batch.src, batch.tgt_in, src_mask=batch.src_mask)   # (B, T, V)
+            logits = logits.float()
+            n_tok = int((batch.tgt_out != pad_id).sum())
+            total_nll += float(cross_entropy(logits, batch.tgt_out, pad_id)) * n_tok
+            c, n = token_accuracy(logits, batch.tgt_out, pad_id)
+            correct, counted, n_sentences = correct + c, counted + n, n_sentences + len(batch.src)
+            if generate:
+                hyps = generate_ids(model, batch.src, batch.src_mask, beam_size, max_len)
+                for i, hyp, ref in zip(batch.index.tolist(), hyps, batch.tgt_out.tolist()):
+                    outputs[i] = (hyp, strip_eos(ref))
     if counted == 0:
         raise ValueError("loader: expected at least one target token, got an empty evaluation set")
     metrics = {"loss": total_nll / counted, "perplexity": perplexity(total_nll / counted),
@@ -189,14 +188,11 @@ def translate(model, sentences: Sequence[str], src_vocab: Vocab, tgt_vocab: Voca
         encoded.append(ids)
     if device is None:
         device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     out: list[str] = []
     for start in range(0, len(encoded), batch_size):
         ids = encoded[start:start + batch_size]
         src = torch.from_numpy(pad_sequences(ids, PAD_ID)).to(device)   # (B, S)
         out.extend(tgt_vocab.decode(h) for h in generate_ids(model, src, None, beam_size, max_len))
-    model.train(was_training)
     return out
 
 

@@ -26,7 +26,7 @@ def train_step(params: dict, config: ModelConfig, optimizer: Adam, src: np.ndarr
     """One optimiser step on one batch: forward, loss, backward, clip, Adam. Returns (loss, gradient norm)."""
     logits, cache = transformer_forward(src, tgt_in, params, config, rng=rng, training=True)  # (B, T, V)
     loss, loss_cache = cross_entropy_forward(logits, tgt_out, config.pad_id, label_smoothing)
-    grads = transformer_backward(cross_entropy_backward(loss_cache), cache)
+    grads = transformer_backward(cross_entropy_backward(1.0, loss_cache), cache)
     grad_norm = clip_grad_norm(grads, clip_norm)         # the norm before clipping (0 disables clipping)
     optimizer.step(grads, lr=lr)
     return loss, grad_norm

@@ -4,6 +4,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ..utils import to_numpy
 from .style import ATTENTION_CMAP
 
 __all__ = ["plot_attention", "plot_attention_heads"]
@@ -11,9 +12,7 @@ __all__ = ["plot_attention", "plot_attention_heads"]
 
 def as_matrix(value, name: str = "weights", expected: str = "a (T_q, T_k) matrix") -> np.ndarray:
     """A NumPy array or torch tensor as a float64 2-D array; anything else is refused, naming the argument."""
-    if hasattr(value, "detach"):  # a torch tensor, without importing torch here
-        value = value.detach().cpu().numpy()
-    value = np.asarray(value, dtype=np.float64)
+    value = to_numpy(value).astype(np.float64)
     if value.ndim != 2:
         raise ValueError(f"{name}: expected {expected}, got shape {value.shape}")
     return value
@@ -53,9 +52,7 @@ def plot_attention(weights, key_labels=None, query_labels=None, ax=None, title=N
 
 def plot_attention_heads(weights, key_labels=None, query_labels=None, titles=None, ncols=4, size=2.6):
     """Draw a (H, T_q, T_k) stack of attention maps side by side (one per head); returns the figure."""
-    if hasattr(weights, "detach"):
-        weights = weights.detach().cpu().numpy()
-    weights = np.asarray(weights, dtype=np.float64)
+    weights = to_numpy(weights).astype(np.float64)
     if weights.ndim != 3:
         raise ValueError(f"weights: expected (H, T_q, T_k), got shape {weights.shape}")
     n_heads = weights.shape[0]

@@ -1,14 +1,14 @@
-"""GRU cell, bidirectional GRU encoder and Bahdanau decoder step (NumPy), against torch and central differences."""
+"""GRU cell, Bahdanau's bidirectional GRU encoder and decoder step (NumPy), against torch and central differences."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from numpy_helpers import check_layer
-from transformer_course.numpy.rnn import (bahdanau_decoder_step_backward, bahdanau_decoder_step_forward,
-                                          bigru_encoder_backward, bigru_encoder_forward, gru_cell_backward,
-                                          gru_cell_forward, init_bahdanau_decoder_step, init_bigru_encoder,
-                                          init_gru_cell)
+from transformer_course.numpy.bahdanau import (bahdanau_decoder_step_backward, bahdanau_decoder_step_forward,
+                                               bahdanau_encoder_backward, bahdanau_encoder_forward, gru_cell_backward,
+                                               gru_cell_forward, init_bahdanau_decoder_step, init_bahdanau_encoder,
+                                               init_gru_cell)
 
 
 def _load_gru(module, params, suffix=""):
@@ -39,21 +39,21 @@ def test_gru_cell_matches_torch_and_gradcheck():
         gru_cell_forward(x, np.ones((2, 5)), params)
 
 
-def test_bigru_encoder_matches_packed_torch_gru_and_gradcheck():
+def test_bahdanau_encoder_matches_packed_torch_gru_and_gradcheck():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(1)
-    params = init_bigru_encoder(rng, 3, 4, np.float64)
+    params = init_bahdanau_encoder(rng, 3, 4, np.float64)
     x = rng.standard_normal((2, 5, 3))
     lengths = [5, 3]
     mask = np.arange(5)[None, :] < np.array(lengths)[:, None]  # (B, S)
-    out, _ = bigru_encoder_forward(x, params, mask)
+    out, _ = bahdanau_encoder_forward(x, params, mask)
     gru = torch.nn.GRU(3, 4, batch_first=True, bidirectional=True, dtype=torch.float64)
     _load_gru(gru, params["forward"], "_l0")
     _load_gru(gru, params["backward"], "_l0_reverse")
     packed = torch.nn.utils.rnn.pack_padded_sequence(torch.from_numpy(x), lengths, batch_first=True)
     expected, _ = torch.nn.utils.rnn.pad_packed_sequence(gru(packed)[0], batch_first=True, total_length=5)
     np.testing.assert_allclose(out, expected.detach().numpy(), atol=1e-12)
-    check_layer(lambda x_, p: bigru_encoder_forward(x_, p, mask), bigru_encoder_backward, x, params)
+    check_layer(lambda x_, p: bahdanau_encoder_forward(x_, p, mask), bahdanau_encoder_backward, x, params)
 
 
 def test_bahdanau_decoder_step_gradcheck_and_weights():

@@ -1,5 +1,8 @@
-"""The recurrent models attention was invented for (Bahdanau et al. 2015): a GRU cell, a bidirectional GRU
-encoder, and one decoder step with additive attention.
+"""Bahdanau et al. (2015), the model attention was invented for: a GRU cell, the bidirectional GRU encoder that
+gives every source position an annotation, and one decoder step with additive attention.
+
+The PyTorch twin (`transformer_course.torch.bahdanau`) has the same encoder and decoder step as modules, and
+the whole model (embeddings, the initial state, the output layer) around them.
 
 The GRU follows torch.nn.GRU's equations and gate order (reset r, update z, new n), so weights convert directly
 (NumPy stores W_ih (in, 3h) = weight_ih.T, W_hh (h, 3h) = weight_hh.T, columns [r | z | n]):
@@ -15,17 +18,13 @@ import math
 
 import numpy as np
 
-from .attention import additive_scores, additive_scores_backward, init_additive_scores, masked_softmax
-from .functional import softmax_backward
+from .attention import (additive_scores_backward, additive_scores_forward, init_additive_scores, masked_softmax,
+                        masked_softmax_backward)
+from .functional import linear_backward, linear_forward, sigmoid
 
-__all__ = ["sigmoid", "init_gru_cell", "gru_cell_forward", "gru_cell_backward", "init_bigru_encoder",
-           "bigru_encoder_forward", "bigru_encoder_backward", "init_bahdanau_decoder_step",
+__all__ = ["init_gru_cell", "gru_cell_forward", "gru_cell_backward", "init_bahdanau_encoder",
+           "bahdanau_encoder_forward", "bahdanau_encoder_backward", "init_bahdanau_decoder_step",
            "bahdanau_decoder_step_forward", "bahdanau_decoder_step_backward"]
-
-
-def sigmoid(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-x)) written as (1 + tanh(x / 2)) / 2, which never overflows."""
-    return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
 def init_gru_cell(rng: np.random.Generator, input_size: int, hidden_size: int, dtype=np.float32) -> dict:
@@ -45,20 +44,20 @@ def gru_cell_forward(x: np.ndarray, h: np.ndarray, params: dict) -> tuple[np.nda
         raise ValueError(f"x: expected shape (B, input_size={params['W_ih'].shape[0]}), got {getattr(x, 'shape', None)}")
     if not isinstance(h, np.ndarray) or h.shape != (x.shape[0], hidden):
         raise ValueError(f"h: expected shape (B={x.shape[0]}, hidden={hidden}), got {getattr(h, 'shape', None)}")
-    gi = x @ params["W_ih"] + params["b_ih"]             # (B, 3h): the input's share of all three gates
-    gh = h @ params["W_hh"] + params["b_hh"]             # (B, 3h): the state's share
+    gi, x_cache = linear_forward(x, params["W_ih"], params["b_ih"])  # (B, 3h): the input's share of all three gates
+    gh, h_cache = linear_forward(h, params["W_hh"], params["b_hh"])  # (B, 3h): the state's share
     i_r, i_z, i_n = np.split(gi, 3, axis=1)              # 3 x (B, h)
     h_r, h_z, h_n = np.split(gh, 3, axis=1)              # 3 x (B, h)
     r = sigmoid(i_r + h_r)                               # (B, h): how much of the state the candidate sees
     z = sigmoid(i_z + h_z)                               # (B, h): how much of the state is kept
     n = np.tanh(i_n + r * h_n)                           # (B, h): the candidate state
     h_new = (1.0 - z) * n + z * h                        # (B, h)
-    return h_new, (x, h, r, z, n, h_n, params)
+    return h_new, (h, r, z, n, h_n, x_cache, h_cache)
 
 
 def gru_cell_backward(dh_new: np.ndarray, cache: tuple) -> tuple[tuple[np.ndarray, np.ndarray], dict]:
     """Returns ((dx (B, in), dh (B, hidden)), grads)."""
-    x, h, r, z, n, h_n, params = cache
+    h, r, z, n, h_n, x_cache, h_cache = cache
     dn = dh_new * (1.0 - z)                              # (B, h)
     dz = dh_new * (h - n)                                # (B, h)
     dh = dh_new * z                                      # (B, h): the direct path
@@ -69,13 +68,13 @@ def gru_cell_backward(dh_new: np.ndarray, cache: tuple) -> tuple[tuple[np.ndarra
     dpre_r = dr * r * (1.0 - r)                          # (B, h)
     dgi = np.concatenate([dpre_r, dpre_z, dpre_n], axis=1)  # (B, 3h)
     dgh = np.concatenate([dpre_r, dpre_z, dh_n], axis=1)    # (B, 3h)
-    grads = {"W_ih": x.T @ dgi, "W_hh": h.T @ dgh, "b_ih": dgi.sum(axis=0), "b_hh": dgh.sum(axis=0)}
-    dx = dgi @ params["W_ih"].T                          # (B, in)
-    dh = dh + dgh @ params["W_hh"].T                     # (B, h)
-    return (dx, dh), grads
+    dx, dW_ih, db_ih = linear_backward(dgi, x_cache)     # (B, in)
+    dh_gates, dW_hh, db_hh = linear_backward(dgh, h_cache)  # (B, h)
+    dh = dh + dh_gates                                   # (B, h)
+    return (dx, dh), {"W_ih": dW_ih, "W_hh": dW_hh, "b_ih": db_ih, "b_hh": db_hh}
 
 
-def init_bigru_encoder(rng: np.random.Generator, input_size: int, hidden_size: int, dtype=np.float32) -> dict:
+def init_bahdanau_encoder(rng: np.random.Generator, input_size: int, hidden_size: int, dtype=np.float32) -> dict:
     """Two independent GRU cells: "forward" reads left to right, "backward" right to left."""
     return {"forward": init_gru_cell(rng, input_size, hidden_size, dtype),
             "backward": init_gru_cell(rng, input_size, hidden_size, dtype)}
@@ -98,7 +97,7 @@ def _run_direction(x: np.ndarray, mask: np.ndarray, params: dict, reverse: bool)
     return outputs, caches
 
 
-def bigru_encoder_forward(x: np.ndarray, params: dict, mask: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+def bahdanau_encoder_forward(x: np.ndarray, params: dict, mask: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """x (B, S, in), mask (B, S) True at real tokens -> (annotations h_j = [fwd_j; bwd_j] (B, S, 2h), cache)."""
     if not isinstance(x, np.ndarray) or x.ndim != 3:
         raise ValueError(f"x: expected shape (B, S, input_size), got {getattr(x, 'shape', type(x).__name__)}")
@@ -128,7 +127,7 @@ def _direction_backward(dout: np.ndarray, mask: np.ndarray, caches: list, dx: np
     return grads
 
 
-def bigru_encoder_backward(dannotations: np.ndarray, cache: dict) -> tuple[np.ndarray, dict]:
+def bahdanau_encoder_backward(dannotations: np.ndarray, cache: dict) -> tuple[np.ndarray, dict]:
     """Returns (dx (B, S, in), {"forward": grads, "backward": grads})."""
     hidden = dannotations.shape[-1] // 2
     dx = np.zeros(cache["x_shape"], dtype=dannotations.dtype)  # (B, S, in)
@@ -139,9 +138,9 @@ def bigru_encoder_backward(dannotations: np.ndarray, cache: dict) -> tuple[np.nd
 
 def init_bahdanau_decoder_step(rng: np.random.Generator, emb: int, hidden: int, annotation_size: int,
                                attn_size: int | None = None, dtype=np.float32) -> dict:
-    """{"attention": W_a (h, A), U_a (2h, A), v_a (A,); "cell": a GRU cell reading [E y_{i-1}; c_i]}."""
+    """W_a (h, A), U_a (2h, A), v_a (A,) of the additive score, and "cell": a GRU cell reading [E y_{i-1}; c_i]."""
     A = attn_size or hidden
-    return {"attention": init_additive_scores(rng, hidden, annotation_size, A, dtype),
+    return {**init_additive_scores(rng, hidden, annotation_size, A, dtype),
             "cell": init_gru_cell(rng, emb + annotation_size, hidden, dtype)}
 
 
@@ -153,35 +152,27 @@ def bahdanau_decoder_step_forward(y_prev: np.ndarray, s_prev: np.ndarray, annota
         e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j);  alpha_i = softmax(e_i);  c_i = sum_j alpha_ij h_j;
         s_i = GRU([E y_{i-1}; c_i], s_{i-1})
     """
-    B, S, _ = annotations.shape
-    a = params["attention"]
-    scores = additive_scores(s_prev[:, None, :], annotations, a["W_a"], a["U_a"], a["v_a"])[:, 0]  # (B, 1, S) -> (B, S)
-    weights = masked_softmax(scores, mask)               # (B, S)
+    scores, scores_cache = additive_scores_forward(s_prev[:, None, :], annotations, params["W_a"], params["U_a"],
+                                                   params["v_a"])  # (B, 1, S)
+    weights = masked_softmax(scores[:, 0], mask)         # (B, S)
     context = (weights[:, None, :] @ annotations)[:, 0]  # (B, 1, S) @ (B, S, 2h) -> (B, 2h)
     cell_in = np.concatenate([y_prev, context], axis=-1)  # (B, emb + 2h)
     s_new, cell_cache = gru_cell_forward(cell_in, s_prev, params["cell"])  # (B, h)
-    cache = {"y_prev": y_prev, "s_prev": s_prev, "annotations": annotations, "params": params, "weights": weights,
+    cache = {"emb": y_prev.shape[-1], "annotations": annotations, "scores": scores_cache, "weights": weights,
              "context": context, "cell": cell_cache}
     return s_new, cache
 
 
-def bahdanau_decoder_step_backward(ds_new: np.ndarray, cache: dict, dcontext: np.ndarray | None = None
+def bahdanau_decoder_step_backward(ds_new: np.ndarray, cache: dict
                                    ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], dict]:
-    """Returns ((dy_prev, ds_prev, dannotations), grads); `dcontext` adds a gradient arriving at c_i directly
-    (e.g. from an output layer that reads it)."""
-    y_prev, s_prev, annotations, params = cache["y_prev"], cache["s_prev"], cache["annotations"], cache["params"]
-    weights = cache["weights"]
-    emb = y_prev.shape[-1]
+    """Returns ((dy_prev, ds_prev, dannotations), grads)."""
+    annotations, weights = cache["annotations"], cache["weights"]
     (dcell_in, ds_prev), dcell = gru_cell_backward(ds_new, cache["cell"])  # (B, emb + 2h), (B, h)
-    dy_prev, dctx = dcell_in[:, :emb], dcell_in[:, emb:]  # (B, emb), (B, 2h)
-    if dcontext is not None:
-        dctx = dctx + dcontext                           # (B, 2h)
-    dweights = (annotations @ dctx[:, :, None])[:, :, 0]  # (B, S, 2h) @ (B, 2h, 1) -> (B, S)
-    dannotations = weights[:, :, None] * dctx[:, None, :]  # (B, S, 2h)
-    dscores = softmax_backward(dweights, weights)        # (B, S)
-    a = params["attention"]
-    dq, dk, dattn = additive_scores_backward(dscores[:, None, :], s_prev[:, None, :], annotations,
-                                             a["W_a"], a["U_a"], a["v_a"])  # (B, 1, h), (B, S, 2h)
+    dy_prev, dcontext = dcell_in[:, :cache["emb"]], dcell_in[:, cache["emb"]:]  # (B, emb), (B, 2h)
+    dweights = (annotations @ dcontext[:, :, None])[:, :, 0]  # (B, S, 2h) @ (B, 2h, 1) -> (B, S)
+    dannotations = weights[:, :, None] * dcontext[:, None, :]  # (B, S, 2h)
+    dscores = masked_softmax_backward(dweights, weights)  # (B, S)
+    dq, dk, dattn = additive_scores_backward(dscores[:, None, :], cache["scores"])  # (B, 1, h), (B, S, 2h)
     ds_prev = ds_prev + dq[:, 0]                         # (B, h)
     dannotations = dannotations + dk                     # (B, S, 2h)
-    return (dy_prev, ds_prev, dannotations), {"attention": dattn, "cell": dcell}
+    return (dy_prev, ds_prev, dannotations), {**dattn, "cell": dcell}
