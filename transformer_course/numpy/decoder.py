@@ -47,8 +47,10 @@ def decoder_layer_forward(x: np.ndarray, memory: np.ndarray, params: dict, n_hea
     def ffn(h):
         return feedforward_forward(h, params["ffn"])     # (B, T, D)
 
-    x, self_cache = residual_forward(x, self_attention, params["norm1"], norm_first, dropout, rng, training, eps)  # (B, T, D)
-    x, cross_cache = residual_forward(x, cross_attention, params["norm2"], norm_first, dropout, rng, training, eps)  # (B, T, D)
+    x, self_cache = residual_forward(x, self_attention, params["norm1"],
+                                     norm_first, dropout, rng, training, eps)    # (B, T, D)
+    x, cross_cache = residual_forward(x, cross_attention, params["norm2"],
+                                      norm_first, dropout, rng, training, eps)   # (B, T, D)
     x, ffn_cache = residual_forward(x, ffn, params["norm3"], norm_first, dropout, rng, training, eps)  # (B, T, D)
     weights = (self_cache[2]["weights"], cross_cache[2]["weights"])
     return x, {"self": self_cache, "cross": cross_cache, "ffn": ffn_cache, "weights": weights}

@@ -31,7 +31,8 @@ def encoder_layer_forward(x: np.ndarray, params: dict, n_heads: int, mask: np.nd
     def ffn(h):
         return feedforward_forward(h, params["ffn"])     # (B, S, D)
 
-    x, attn_cache = residual_forward(x, self_attention, params["norm1"], norm_first, dropout, rng, training, eps)  # (B, S, D)
+    x, attn_cache = residual_forward(x, self_attention, params["norm1"],
+                                     norm_first, dropout, rng, training, eps)    # (B, S, D)
     x, ffn_cache = residual_forward(x, ffn, params["norm2"], norm_first, dropout, rng, training, eps)  # (B, S, D)
     return x, {"attn": attn_cache, "ffn": ffn_cache, "weights": attn_cache[2]["weights"]}
 
