@@ -1,5 +1,6 @@
 """The PyTorch twin of `transformer_course.numpy`: the same modules, names and shape comments, plus fast paths
 (fused attention, key/value cache), decoding, Bahdanau's RNN model, weight conversion and device helpers."""
+from .._optional import torch as _torch  # noqa: F401  (without PyTorch: an ImportError naming the extra)
 from .attention import KVCache, MultiHeadAttention, set_fused_attention
 from .bahdanau import BahdanauSeq2Seq
 from .convert import numpy_to_torch, torch_to_numpy

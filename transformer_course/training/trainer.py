@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-import torch
+from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
 import torch.distributed as dist
 from tqdm.auto import tqdm
 
