@@ -37,25 +37,39 @@ PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
 PINNED_RESULTS = ROOT / "_build" / "test-results" / "pytest.xml"
 LEGS_DIR = ROOT / ".ci-legs"   # the matrix's virtual environments (git-ignored, rebuilt on every run)
 
-_timings: list[tuple[str, float, str]] = []
+_timings: list[tuple[str, float, float | None, str]] = []
+_START = time.perf_counter()
 
 
-def record(name: str, seconds: float, status: str) -> None:
-    """Remember a stage's time for the table at the end (and for .ci/run's table, through TC_STAGE_LOG)."""
-    _timings.append((name, seconds, status))
+def _children_cpu_seconds() -> float | None:
+    """Processor time used so far by finished child processes (and theirs): user + system. None on Windows."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def record(name: str, seconds: float, cpu_seconds: float | None, status: str) -> None:
+    """Remember a stage's times for the table at the end (and for .ci/run's table, through TC_STAGE_LOG).
+    The processor time does not depend on how busy the machine is; the wall time does."""
+    _timings.append((name, seconds, cpu_seconds, status))
     if os.environ.get("TC_STAGE_LOG"):
         with open(os.environ["TC_STAGE_LOG"], "a") as log:
-            log.write(f"{name}\t{seconds:.1f}\t{status}\n")
+            cpu = "-" if cpu_seconds is None else f"{cpu_seconds:.1f}"
+            log.write(f"{name}\t{seconds:.1f}\t{cpu}\t{status}\n")
 
 
 def run_stage(name: str, cmd: list, **kwargs) -> int:
-    """Run one command as a named stage, print and record its time; return its exit status."""
+    """Run one command as a named stage, print and record its times; return its exit status."""
     print(f"\n=== {name}: {' '.join(str(c) for c in cmd)}", flush=True)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), _children_cpu_seconds()
     kwargs.setdefault("cwd", ROOT)
     returncode = subprocess.run([str(c) for c in cmd], **kwargs).returncode
     elapsed = time.perf_counter() - start
-    record(name, elapsed, "ok" if returncode == 0 else f"exit {returncode}")
+    cpu = None if cpu_start is None else _children_cpu_seconds() - cpu_start
+    record(name, elapsed, cpu, "ok" if returncode == 0 else f"exit {returncode}")
     print(f"=== {name}: exit {returncode} after {elapsed:.1f} s", flush=True)
     return returncode
 
@@ -73,10 +87,12 @@ def stage(name: str, cmd: list, **kwargs) -> None:
 def report() -> None:
     if not _timings:
         return
-    print("\nStage times:")
-    for name, seconds, status in _timings:
-        print(f"  {name:<36s} {seconds:8.1f} s  {status}")
-    print(f"  {'total':<36s} {sum(seconds for _, seconds, _ in _timings):8.1f} s")
+    print(f"\nStage times:\n  {'stage':<36s} {'wall':>8s}   {'CPU':>8s}")
+    for name, seconds, cpu_seconds, status in _timings:
+        cpu = "-" if cpu_seconds is None else f"{cpu_seconds:.1f}"
+        print(f"  {name:<36s} {seconds:8.1f} s {cpu:>8s} s  {status}")
+    cpu_total = sum(cpu for _, _, cpu, _ in _timings if cpu is not None)
+    print(f"  {'total':<36s} {time.perf_counter() - _START:8.1f} s {cpu_total:8.1f} s")
 
 
 def _fingerprint() -> str:
@@ -205,9 +221,10 @@ def junit_counts(path: Path) -> dict[str, int] | None:
     return {"passed": total["tests"] - failed - total["skipped"], "failed": failed, "skipped": total["skipped"]}
 
 
-def run_leg(leg, wheel: Path, jobs: int, env: dict[str, str], names: list[str]) -> dict:
-    """Build the leg's fresh virtual environment, install the wheel and the leg's pins, run pytest over tests/."""
-    row = {"leg": leg.name, "python": leg.python, "result": "FAILED"}
+def install_leg(leg, wheel: Path, env: dict[str, str], names: list[str]) -> dict:
+    """The leg's fresh virtual environment: the package's wheel, the leg's pins, pytest. Returns the legs-table
+    row so far; its "python_bin" is the environment's interpreter, absent when the leg cannot run."""
+    row = {"leg": leg.name, "python": leg.python, "result": "FAILED (set-up)"}
     if leg.torch and "torch" not in leg.pins:  # an unpinned torch could pull a multi-gigabyte CUDA build
         raise ValueError(f"leg {leg.name}: a leg with PyTorch must pin torch")
     python = find_python(leg.python)
@@ -222,22 +239,31 @@ def run_leg(leg, wheel: Path, jobs: int, env: dict[str, str], names: list[str]) 
     pins = [f"{name}=={version}" for name, version in leg.pins.items()]
     if run_stage(f"{leg.name}: create venv", [python, "-m", "venv", "--clear", venv]) != 0:
         return row
+    # --no-compile: byte-compiling every installed file (torch has thousands) costs more than the tests need
     if run_stage(f"{leg.name}: pip install", [leg_python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                                             requirement, *pins, "pytest", "pytest-xdist"], env=env) != 0:
+                                             "--no-compile", requirement, *pins, "pytest", "pytest-xdist"],
+                 env=env) != 0:
         return row
     row.update(installed_versions(leg_python, names))
+    row["python_bin"] = leg_python
+    return row
+
+
+def test_leg(row: dict, jobs: int, env: dict[str, str]) -> dict:
+    """pytest over tests/ in an installed leg's environment; adds the counts and the result to its row."""
+    venv = Path(row.pop("python_bin")).parent.parent
     results = venv / "pytest.xml"
     # Run from the leg's folder: the checkout's own transformer_course/ must not shadow the installed wheel.
-    returncode = run_stage(f"{leg.name}: pytest tests/", [leg_python, "-m", "pytest", ROOT / "tests", "-q",
-                                                          "-n", str(jobs), "--dist", "loadfile",
-                                                          f"--junitxml={results}"], cwd=venv, env=env)
+    returncode = run_stage(f"{row['leg']}: pytest tests/", [venv / "bin" / "python", "-m", "pytest", ROOT / "tests",
+                                                            "-q", "-n", str(jobs), "--dist", "loadfile",
+                                                            f"--junitxml={results}"], cwd=venv, env=env)
     row.update(junit_counts(results) or {})
     row["result"] = "passed" if returncode == 0 else f"FAILED (pytest exit {returncode})"
     return row
 
 
 def legs_table(rows: list[dict]) -> str:
-    columns = [("leg", 12), ("python", 8), ("numpy", 8), ("torch", 8), ("passed", 7), ("failed", 7),
+    columns = [("leg", 12), ("python", 8), ("numpy", 8), ("torch", 11), ("passed", 7), ("failed", 7),
                ("skipped", 8), ("result", 0)]
     lines = ["  ".join(f"{name:<{width}}" for name, width in columns).rstrip()]
     for row in rows:
@@ -257,9 +283,10 @@ def matrix(only: list[str] | None, env: dict[str, str], jobs: int = 2) -> bool:
     env = {key: value for key, value in env.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
     rows = []
     shutil.rmtree(LEGS_DIR, ignore_errors=True)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), _children_cpu_seconds()
     wheel = build_wheel(PYTHON, LEGS_DIR / "wheel")
-    record("matrix: build package wheel", time.perf_counter() - start, "ok")
+    cpu = None if cpu_start is None else _children_cpu_seconds() - cpu_start
+    record("matrix: build package wheel", time.perf_counter() - start, cpu, "ok")
     for leg in legs:
         if leg.name == "pinned":
             counts = junit_counts(PINNED_RESULTS)
@@ -267,7 +294,9 @@ def matrix(only: list[str] | None, env: dict[str, str], jobs: int = 2) -> bool:
             row["result"] = ("not run: python3 tools/run.py test writes its results" if counts is None
                              else "passed" if counts["failed"] == 0 else "FAILED")
         else:
-            row = run_leg(leg, wheel, jobs, env, names)
+            row = install_leg(leg, wheel, env, names)
+            if "python_bin" in row:
+                row = test_leg(row, jobs, env)
         rows.append(row)
     table = legs_table(rows)
     (LEGS_DIR / "legs.txt").write_text(table + "\n")
