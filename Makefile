@@ -1,13 +1,19 @@
 # Convenience targets; each one calls tools/run.py (the README's commands), which needs only Python.
 PY ?= python3
 
-.PHONY: book test notebooks check bench wheelhouse clean
+.PHONY: book test lint matrix notebooks check bench wheelhouse clean
 
 book:        ## set up .venv and build the website into _build/html
 	$(PY) tools/run.py book
 
-test:        ## the whole test suite: -W book build, unit tests, strict nbval
+test:        ## the whole test suite: lint, -W book build, unit tests, strict nbval (prints stage times)
 	$(PY) tools/run.py test
+
+lint:        ## ruff check only (configured in pyproject.toml; `make test` runs it too)
+	.venv/bin/ruff check .
+
+matrix:      ## the compatibility matrix of .ci/run: one fresh environment per supported-versions leg
+	$(PY) tools/run.py matrix
 
 notebooks:   ## re-execute every chapter and store its outputs (after changing package code)
 	$(PY) tools/run.py notebooks
@@ -24,4 +30,4 @@ wheelhouse:  ## download every dependency for an offline workshop install
 	$(PY) tools/run.py wheelhouse
 
 clean:
-	rm -rf _build
+	rm -rf _build .ci-legs

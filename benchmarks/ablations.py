@@ -43,8 +43,6 @@ BASE_TRAIN = dict(batch_size=32, warmup_steps=300, lr_factor=0.5, label_smoothin
 
 
 def run_variant(name: str, steps: int, seed: int, max_number: int) -> dict:
-    import torch
-
     from transformer_course.config import get_preset, get_train_preset
     from transformer_course.data.loader import make_dataloader
     from transformer_course.data.tasks import number_translation

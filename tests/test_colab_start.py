@@ -1,10 +1,12 @@
 """A simulated Colab start: a fresh virtual environment WITHOUT the course package, the chapter's own install
-cell run with its URL replaced by this checkout (TC_PACKAGE_URL), then the chapter executed top to bottom.
+cell run with its URL replaced by a wheel of this checkout (TC_PACKAGE_URL), then the chapter executed top to
+bottom.
 
 Colab comes with torch, numpy, matplotlib, ipykernel and friends preinstalled; the simulation gives the fresh
 environment the same head start by making the test environment's third-party packages visible through a
 .pth file (a plain path entry: the editable install of `transformer_course` is NOT visible through it). So
 what is tested is exactly the notebook's path: the install cell installs the package, then the chapter runs.
+Nothing needs the network: the wheel is built here without build isolation, and pip runs with no index.
 """
 from __future__ import annotations
 
@@ -17,6 +19,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import run  # noqa: E402  (tools/ is not a package)
+
+for _module in ("nbclient", "nbformat", "ipykernel", "setuptools"):  # the book's and the build's tools
+    pytest.importorskip(_module)
 # A chapter that needs no trained model or long training: quick to execute.
 CHAPTER_CANDIDATES = ["03_general_attention.ipynb", "01_attention_history.ipynb"]
 
@@ -50,7 +57,9 @@ def test_chapter_runs_after_its_own_install_cell_in_a_fresh_environment(tmp_path
         "print('executed', len(nb.cells), 'cells')\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "PYTHONPATH")}
-    env["TC_PACKAGE_URL"] = str(ROOT)  # the install cell installs this checkout instead of GitHub
+    # the install cell installs a wheel of this checkout instead of GitHub's copy, offline
+    env["TC_PACKAGE_URL"] = str(run.build_wheel(sys.executable, tmp_path / "wheels"))
+    env["PIP_NO_INDEX"] = "1"
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     # Run from a copy's folder so the checkout's own `transformer_course/` folder cannot shadow the install.
     workdir = tmp_path / "book"

@@ -12,29 +12,41 @@ from transformer_course.config import MODEL_PRESETS, TRAIN_PRESETS
 from transformer_course.display import show_diff, show_source
 
 
-def test_model_config_is_frozen_and_has_paper_defaults():
+# Vaswani et al. (2017), Table 3: N, d_model, d_ff, h, P_drop of the base and the big model.
+PAPER_TABLE_3 = {"paper-base": (6, 512, 2048, 8, 0.1), "paper-big": (6, 1024, 4096, 16, 0.3)}
+
+
+def _table_3_row(config: ModelConfig) -> tuple:
+    assert config.n_encoder_layers == config.n_decoder_layers   # the paper's N is both stacks' depth
+    return (config.n_encoder_layers, config.d_model, config.d_ff, config.n_heads, config.dropout)
+
+
+def test_model_config_is_frozen_and_defaults_to_the_papers_base_model():
     config = ModelConfig()
-    assert (config.d_model, config.n_heads, config.d_ff) == (512, 8, 2048)
-    assert (config.n_encoder_layers, config.n_decoder_layers, config.dropout) == (6, 6, 0.1)
-    assert config.d_head == 64
+    assert _table_3_row(config) == PAPER_TABLE_3["paper-base"]
+    assert config.d_head == 64                                  # d_k = d_v = d_model / h = 64 (section 3.2.2)
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.d_model = 256
 
 
-def test_train_config_has_the_papers_adam_and_smoothing():
+def test_train_config_defaults_to_the_papers_adam_and_smoothing():
     config = TrainConfig()
+    # section 5.3: Adam with beta1 = 0.9, beta2 = 0.98, epsilon = 1e-9; section 5.4: label smoothing 0.1
     assert (config.adam_beta1, config.adam_beta2, config.adam_eps) == (0.9, 0.98, 1e-9)
     assert config.label_smoothing == 0.1
 
 
-def test_every_preset_is_valid_and_found_by_name():
+def test_paper_presets_are_table_3_and_names_are_checked():
+    for name, row in PAPER_TABLE_3.items():
+        assert _table_3_row(get_preset(name)) == row
     for name, preset in MODEL_PRESETS.items():
-        assert get_preset(name) is preset
-        assert preset.d_model % preset.n_heads == 0
+        assert get_preset(name) == preset
     for name, preset in TRAIN_PRESETS.items():
-        assert get_train_preset(name) is preset
+        assert get_train_preset(name) == preset
     with pytest.raises(ValueError, match="preset: expected one of"):
         get_preset("huge")
+    with pytest.raises(ValueError, match="huge"):
+        get_train_preset("huge")
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -88,6 +100,7 @@ def test_show_source_gives_highlighted_html_and_plain_text():
 
 
 def test_show_source_names_the_file_of_a_decorated_function():
+    pytest.importorskip("torch")
     from transformer_course.torch.decoding import greedy_decode   # wrapped by a torch grad-mode decorator
     text = repr(show_source(greedy_decode))
     assert text.startswith("# transformer_course/torch/decoding.py, lines ")
@@ -107,11 +120,22 @@ def test_show_diff_aligns_the_two_sources():
     assert view._repr_html_().count("<tr") == len(view.rows) + 1  # a header, then one row per pair of lines
 
 
-def test_course_style_applies_to_matplotlib():
-    import matplotlib as mpl
+def test_course_style_shapes_the_figures_drawn_after_it():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
 
     from transformer_course.viz import use_course_style
+    from transformer_course.viz.style import ATTENTION_CMAP
 
-    use_course_style()
-    assert mpl.rcParams["axes.spines.top"] is False
-    assert mpl.rcParams["image.cmap"] == "viridis"
+    with matplotlib.rc_context():   # leave the other tests' settings alone
+        matplotlib.rcdefaults()     # whatever an earlier test in this process set
+        plain_figure, plain_axes = plt.subplots()
+        use_course_style()
+        figure, axes = plt.subplots()
+        image = axes.imshow(np.eye(3))
+        assert plain_axes.spines["top"].get_visible() and not axes.spines["top"].get_visible()
+        assert not axes.spines["right"].get_visible() and axes.spines["left"].get_visible()
+        assert image.get_cmap().name == ATTENTION_CMAP          # attention maps: one colormap in every chapter
+        plt.close(plain_figure)
+        plt.close(figure)

@@ -19,6 +19,8 @@ HTML = ROOT / "_build" / "html"
 sys.path.insert(0, str(ROOT / "tools"))
 import check_site  # noqa: E402  (tools/ is not a package)
 
+pytest.importorskip("playwright")  # the browser check's driver (requirements.txt installs it)
+
 
 @pytest.fixture(scope="module")
 def built_site() -> Path:
@@ -28,6 +30,7 @@ def built_site() -> Path:
             pytest.fail(message)
         pytest.skip(message)
     if not (HTML / "index.html").exists():
+        pytest.importorskip("jupyter_book")
         subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", "."], cwd=ROOT, check=True,
                        capture_output=True)
     return HTML
@@ -64,3 +67,12 @@ def test_the_check_fails_on_a_page_broken_on_purpose(built_site, tmp_path):
     assert "no-such-figure.png did not load" in text
     assert "error output shown to readers" in text and "ZeroDivisionError" in text
     assert "no element with id 'no-such-anchor'" in text
+
+
+def test_every_page_states_the_licence():
+    if not (HTML / "index.html").exists():
+        pytest.skip("the site is not built (python3 tools/run.py test builds it first)")
+    pages = sorted(HTML.glob("book/*.html")) + [HTML / "search.html"]
+    missing = [str(page.relative_to(HTML)) for page in pages
+               if "creativecommons.org/licenses/by/4.0/" not in page.read_text() or "MIT" not in page.read_text()]
+    assert not missing, f"pages without the licence in their footer: {missing}"

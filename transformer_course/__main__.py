@@ -584,7 +584,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(func=cmd_train)
 
     for name, helptext in (("translate", "translate sentences (arguments, or one per line on stdin)"),
-                           ("evaluate", "exact match (overall, per stratum, coverage), token accuracy, perplexity, BLEU and chrF")):
+                           ("evaluate", "exact match (overall, per stratum, coverage), token accuracy, perplexity, "
+                                        "BLEU and chrF")):
         description = helptext
         if name == "translate":
             description += (". One output line per input line (a blank line for a blank line); words the model "

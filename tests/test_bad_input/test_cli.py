@@ -80,7 +80,8 @@ def _corpus(tmp_path, text, name="corpus.tsv"):
 
 
 BAD_TRAIN_COMMANDS = {
-    "same languages": (["--task", "numbers", "--src-lang", "fr", "--tgt-lang", "fr"], ["--src-lang/--tgt-lang", "'fr'"]),
+    "same languages": (["--task", "numbers", "--src-lang", "fr", "--tgt-lang", "fr"],
+                       ["--src-lang/--tgt-lang", "'fr'"]),
     "languages on a toy task": (["--tgt-lang", "de"], ["--tgt-lang", "numbers only"]),
     "corpus on a toy task": (["--corpus", "x.tsv"], ["--corpus", "--task tsv"]),
     "tsv without corpus": (["--task", "tsv"], ["--corpus", "TSV file"]),
@@ -97,7 +98,8 @@ BAD_TRAIN_COMMANDS = {
     "model sizes that do not divide": (["--set", "d_model=15"], ["--set", "divisible by n_heads"]),
     "dropout out of range": (["--set", "dropout=1.5"], ["--set", "ModelConfig.dropout", "[0.0, 1.0)"]),
     "override without =": (["--set", "d_model"], ["--set", "KEY=VALUE"]),
-    "training field out of range": (["--train-set", "lr_factor=-1"], ["--train-set", "TrainConfig.lr_factor", ">= 0.0"]),
+    "training field out of range": (["--train-set", "lr_factor=-1"],
+                                    ["--train-set", "TrainConfig.lr_factor", ">= 0.0"]),
     "unknown training field": (["--train-set", "speed=3"], ["--train-set", "'speed'"]),
     "resume and overwrite": (["--resume", "--overwrite"], ["--resume and --overwrite"]),
     "export under a file": (["--resume", "--export", "{file}/sub/name"], ["--export", "is a file"]),

@@ -147,6 +147,6 @@ def test_undecodable_bytes_are_located(raw):
             except UnicodeDecodeError as first:
                 assert str(err).startswith(f"stdin line {number}: byte {first.start} (0x{line[first.start]:02x})")
                 return
-        raise AssertionError("an error was reported for valid UTF-8")
+        raise AssertionError("an error was reported for valid UTF-8") from err
     assert lines == [line.strip() for line in raw.decode("utf-8").splitlines()] or \
         lines == [line.decode("utf-8").strip() for line in raw.splitlines()]

@@ -1,13 +1,19 @@
 """Bucketing, padding masks, DataLoader reproducibility, NumPy batches for the NumPy trainer."""
 import numpy as np
 import pytest
-import torch
 
 from transformer_course.data.batching import (Seq2SeqDataset, bucket_batches, make_numpy_batch, numpy_batches,
                                               pad_sequences)
-from transformer_course.data.loader import Batch, BucketBatchSampler, make_dataloader
 from transformer_course.data.tasks import reverse_task
 from transformer_course.data.vocab import BOS_ID, EOS_ID, PAD_ID
+
+try:  # the torch DataLoader; the NumPy batching tests run without PyTorch
+    import torch
+
+    from transformer_course.data.loader import Batch, BucketBatchSampler, make_dataloader
+except ModuleNotFoundError:
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason='needs PyTorch: pip install "transformer-course[torch]"')
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +50,7 @@ def test_bucketing_reproducible_by_seed_and_epoch():
     assert bucket_batches(lengths, 8, seed=1, epoch=2) != bucket_batches(lengths, 8, seed=2, epoch=2)
 
 
+@needs_torch
 def test_dataloader_reproducible(data):
     d, sv, tv = data
     def first_epoch():
@@ -55,6 +62,7 @@ def test_dataloader_reproducible(data):
     assert batch.n_tokens == int((batch.tgt_out != PAD_ID).sum())
 
 
+@needs_torch
 def test_sampler_skip_resumes_mid_epoch(data):
     d, sv, tv = data
     loader = make_dataloader(d.train, sv, tv, batch_size=16, seed=5)
@@ -66,6 +74,7 @@ def test_sampler_skip_resumes_mid_epoch(data):
     assert [b.index.tolist() for b in loader] == full     # skip applies once
 
 
+@needs_torch
 def test_replicas_partition_the_global_batch():
     lengths = np.arange(100) % 9
     single = list(BucketBatchSampler(lengths, 8, seed=0))
@@ -73,6 +82,7 @@ def test_replicas_partition_the_global_batch():
     assert [a + b for a, b in zip(*ranks)] == single
 
 
+@needs_torch
 def test_numpy_batches_match_torch_batches(data):
     d, sv, tv = data
     ds = Seq2SeqDataset(d.train, sv, tv)
@@ -103,5 +113,9 @@ def test_max_len_filter_and_errors(data):
         Seq2SeqDataset([], sv, tv)
     with pytest.raises(ValueError, match="batch_size"):
         bucket_batches([1, 2], 0)
+
+
+@needs_torch
+def test_dataloader_without_vocabularies_is_a_clear_error(data):
     with pytest.raises(ValueError, match="src_vocab"):
-        make_dataloader(d.train)
+        make_dataloader(data[0].train)

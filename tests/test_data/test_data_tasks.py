@@ -41,7 +41,7 @@ def test_number_translation_split_by_number():
     data = number_translation("en", "fr", max_number=999, n_val=40, n_test=80, seed=0)
     assert len(data.test) == 80 and len(data.val) == 40
     train_src = {s for s, _ in data.train}
-    for src, tgt in data.test + data.val:
+    for src, _ in data.test + data.val:
         assert src not in train_src                  # no held-out number was trained on
     numbers = {number_to_words(n, "en"): n for n in range(1000)}
     assert sorted({numbers[s] for s, _ in data.train + data.val + data.test}) == list(range(1000))

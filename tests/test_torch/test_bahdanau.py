@@ -70,10 +70,11 @@ def test_both_models_learn_to_copy_a_short_batch():
         torch.manual_seed(0)
         model = BahdanauSeq2Seq(12, 14, emb=16, hidden=32, attention=attention)
         opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-        for step in range(40):
+        first = None
+        for _step in range(40):
             logits, _ = model(src, tgt_in)
             loss = cross_entropy(logits, tgt_out, pad_id=0)
-            first = loss.item() if step == 0 else first
+            first = loss.item() if first is None else first
             opt.zero_grad()
             loss.backward()
             opt.step()

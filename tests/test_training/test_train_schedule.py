@@ -1,6 +1,4 @@
 """The paper's warm-up schedule through LambdaLR."""
-import math
-
 import pytest
 import torch
 

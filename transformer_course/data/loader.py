@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Sequence
 
 import numpy as np
-import torch
+from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
 from torch.utils.data import DataLoader, Sampler
 
 from .batching import Seq2SeqDataset, bucket_batches, make_numpy_batch

@@ -21,5 +21,5 @@ __all__ = ["ExerciseError", "check_rnn_encoder", "check_layer_complexity", "chec
            "check_masked_softmax", "check_scaled_dot_product_attention", "check_self_attention",
            "check_causal_mask", "check_split_heads", "check_merge_heads", "check_multi_head_attention",
            "check_sinusoidal_encoding", "check_shift_matrix", "check_layer_norm", "check_feed_forward",
-           "check_greedy_decode", "check_beam_score", "check_softmax_backward", "check_layernorm_backward", "check_noam_lr",
-           "check_label_smoothing_targets"]
+           "check_greedy_decode", "check_beam_score", "check_softmax_backward", "check_layernorm_backward",
+           "check_noam_lr", "check_label_smoothing_targets"]

@@ -176,7 +176,8 @@ def check_masked_softmax(fn):
         (_masked_softmax(scores, ~mask), "the mask is inverted: True means 'may attend'."),
         (_softmax(np.where(mask, scores, -np.inf), axis=-2),
          "the softmax ran over axis -2 (the queries); normalise over the last axis (the keys)."),
-        (np.exp(np.minimum(scores, 700.0)) * mask, "the exponentials were not normalised: divide by their sum over the last axis."),
+        (np.exp(np.minimum(scores, 700.0)) * mask,
+         "the exponentials were not normalised: divide by their sum over the last axis."),
     ])
 
     # 2. a query row with every key masked (mask (B, Tq, Tk))

@@ -9,8 +9,6 @@ variant (pad column zeroed, eps / (V - 2)).
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed

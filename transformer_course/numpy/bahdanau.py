@@ -41,7 +41,8 @@ def gru_cell_forward(x: np.ndarray, h: np.ndarray, params: dict) -> tuple[np.nda
     """x (B, in), h (B, hidden) -> (h' (B, hidden), cache)."""
     hidden = params["W_hh"].shape[0]
     if not isinstance(x, np.ndarray) or x.ndim != 2 or x.shape[1] != params["W_ih"].shape[0]:
-        raise ValueError(f"x: expected shape (B, input_size={params['W_ih'].shape[0]}), got {getattr(x, 'shape', None)}")
+        raise ValueError(f"x: expected shape (B, input_size={params['W_ih'].shape[0]}), "
+                         f"got {getattr(x, 'shape', None)}")
     if not isinstance(h, np.ndarray) or h.shape != (x.shape[0], hidden):
         raise ValueError(f"h: expected shape (B={x.shape[0]}, hidden={hidden}), got {getattr(h, 'shape', None)}")
     gi, x_cache = linear_forward(x, params["W_ih"], params["b_ih"])  # (B, 3h): the input's share of all three gates

@@ -21,7 +21,8 @@ def cross_entropy_forward(logits: np.ndarray, targets: np.ndarray, pad_id: int,
         raise ValueError(f"logits: expected shape (B, T, V), got {getattr(logits, 'shape', type(logits).__name__)}")
     B, T, V = logits.shape
     if not isinstance(targets, np.ndarray) or targets.shape != (B, T):
-        raise ValueError(f"targets: expected shape (B={B}, T={T}), got {getattr(targets, 'shape', type(targets).__name__)}")
+        raise ValueError(f"targets: expected shape (B={B}, T={T}), "
+                         f"got {getattr(targets, 'shape', type(targets).__name__)}")
     if not np.issubdtype(targets.dtype, np.integer):
         raise TypeError(f"targets: expected an integer array, got {targets.dtype}")
     if targets.size == 0:
@@ -51,8 +52,8 @@ def cross_entropy_backward(dloss: float, cache: dict) -> np.ndarray:
     dlogits = np.exp(logp)                               # (B, T, V): p
     if eps > 0.0:
         dlogits -= eps / V                               # (B, T, V): p - eps / V everywhere ...
-    np.put_along_axis(dlogits, targets[..., None],
-                      np.take_along_axis(dlogits, targets[..., None], axis=-1) - (1.0 - eps), axis=-1)  # ... and - (1 - eps) at the target
+    at_target = np.take_along_axis(dlogits, targets[..., None], axis=-1)   # (B, T, 1)
+    np.put_along_axis(dlogits, targets[..., None], at_target - (1.0 - eps), axis=-1)  # ... and - (1 - eps) there
     scale = dloss / cache["n_tokens"]                    # Python float: keeps the dtype
     dlogits *= (keep * scale)[..., None].astype(dlogits.dtype)  # (B, T, V): padding gets no gradient
     return dlogits

@@ -72,7 +72,7 @@ class Adam:
         if [path for path, _ in gs] != [path for path, _ in params]:
             raise ValueError(f"grads: expected the nesting of params ({len(params)} arrays, e.g. {params[0][0]!r}), "
                              f"got {len(gs)} arrays (e.g. {gs[0][0] if gs else None!r})")
-        for (path, p), (_, m), (_, v), (gpath, g) in zip(params, ms, vs, gs):
+        for (_, p), (_, m), (_, v), (gpath, g) in zip(params, ms, vs, gs):
             if g.shape != p.shape:
                 raise ValueError(f"grads[{gpath}]: expected shape {p.shape}, got {g.shape}")
             m *= b1

@@ -44,8 +44,8 @@ def init_transformer(rng: np.random.Generator, config: ModelConfig, dtype=np.flo
 def _check_params(params: dict, config: ModelConfig) -> None:
     """The parameter tree must be the one this config builds (positions and W_out depend on flags)."""
     if (config.positional == "learned") != ("positions" in params):
-        raise ValueError(f"params: positional={config.positional!r} {'needs' if config.positional == 'learned' else 'has no'} "
-                         f"'positions'; got keys {sorted(params)}")
+        needs = "needs" if config.positional == "learned" else "has no"
+        raise ValueError(f"params: positional={config.positional!r} {needs} 'positions'; got keys {sorted(params)}")
     if config.tie_output_embedding == ("W_out" in params):
         raise ValueError(f"params: tie_output_embedding={config.tie_output_embedding} "
                          f"{'has no' if config.tie_output_embedding else 'needs a'} 'W_out'; got keys {sorted(params)}")

@@ -1,6 +1,7 @@
 """The PyTorch twin of `transformer_course.numpy`: the same modules, names and shape comments (see
 `transformer_course.twins` for what differs, and why), plus fast paths (fused attention, the key/value cache,
 the fused loss), beam search, weight conversion and device helpers."""
+from .._optional import torch as _torch  # noqa: F401  (without PyTorch: an ImportError naming the extra)
 from .attention import KVCache, MultiHeadAttention, set_fused_attention
 from .bahdanau import BahdanauDecoderStep, BahdanauEncoder, BahdanauSeq2Seq
 from .convert import numpy_to_torch, torch_to_numpy

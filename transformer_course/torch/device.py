@@ -42,7 +42,7 @@ def pick_device(name: str | torch.device = "auto") -> torch.device:
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
         raise ValueError(f"name: {name!r} requested but only {torch.cuda.device_count()} CUDA device(s) exist")
     if device.type == "mps" and not _mps_available():
-        raise ValueError(f"name: 'mps' requested but MPS is not available here; use 'auto' or 'cpu'")
+        raise ValueError("name: 'mps' requested but MPS is not available here; use 'auto' or 'cpu'")
     return device
 
 

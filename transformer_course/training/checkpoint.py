@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-import torch
+from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
 
 from ..config import ModelConfig, TrainConfig
 from ..data.vocab import Vocab

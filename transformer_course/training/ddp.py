@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-import torch
+from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
 import torch.distributed as dist
 
 __all__ = ["launched_by_torchrun", "setup_distributed", "cleanup_distributed", "is_main_process"]

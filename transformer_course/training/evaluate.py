@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Iterable, Sequence
 
-import torch
+from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
 
 from ..data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 from ..torch.decoding import beam_search, greedy_decode

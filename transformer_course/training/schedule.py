@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-import torch
+from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
 
 from ..numpy.optim import noam_lr  # one definition of the formula, shared with the NumPy trainer
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-import torch
+from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
 import torch.distributed as dist
 from torch import nn
 from tqdm.auto import tqdm

@@ -209,8 +209,7 @@ def warmup_widget():
 
 def _translate_with_weights(model, src_vocab, tgt_vocab, sentence: str):
     """Greedy translation of one sentence, then one teacher-forced pass over it to collect every weight map."""
-    import torch
-
+    from .._optional import torch  # an ImportError that names the extra to install
     from ..torch.decoding import greedy_decode
 
     ids = src_vocab.encode(sentence)  # unknown words become <unk>: the map still shows where the model looked
