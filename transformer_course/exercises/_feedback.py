@@ -10,6 +10,8 @@ import functools
 
 import numpy as np
 
+from ..utils import to_numpy
+
 __all__ = ["ExerciseError", "as_numpy", "call_learner", "compare_arrays", "passed", "exercise_check"]
 
 
@@ -19,12 +21,10 @@ class ExerciseError(AssertionError):
 
 def as_numpy(value, name: str) -> np.ndarray:
     """Accept NumPy arrays, torch tensors (detached to CPU) and nested lists; refuse anything else clearly."""
-    if hasattr(value, "detach"):  # a torch tensor, without importing torch here
-        value = value.detach().cpu().numpy()
     if value is None:
         raise ExerciseError(f"{name} is None: did your function forget to `return` its result?")
     try:
-        return np.asarray(value, dtype=np.float64)
+        return to_numpy(value).astype(np.float64)
     except (TypeError, ValueError) as err:
         raise ExerciseError(f"{name} should be an array of numbers, got {type(value).__name__}") from err
 

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ..utils import to_numpy
 from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed
 
 __all__ = ["check_self_attention", "check_causal_mask"]
@@ -109,7 +110,7 @@ def check_causal_mask(fn):
     """Check `fn(T) -> mask`: a bool (T, T) array, True where query t may attend to key s (s <= t)."""
     for T in (4, 1, 7):
         got = call_learner(fn, T)
-        got = np.asarray(got.detach().cpu().numpy() if hasattr(got, "detach") else got)
+        got = to_numpy(got)
         if got.ndim == 3 and got.shape[0] == 1:
             got = got[0]                                 # (1, T, T) is fine too: the package's layout
         expected = _causal(T)
