@@ -83,6 +83,16 @@ def _int_at_least(low: int):
     return parse
 
 
+def _minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of minutes > 0, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of minutes > 0, got {text!r}")
+    return value
+
+
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
 
@@ -299,7 +309,7 @@ def cmd_train(args) -> int:
     export = _check_export(args.export)
     train_overrides = _parse_overrides(TrainConfig, args.train_set, "--train-set")
     model_overrides = _parse_overrides(ModelConfig, args.set, "--set")
-    for name in ("max_steps", "batch_size", "precision", "seed"):
+    for name in ("max_steps", "max_minutes", "batch_size", "precision", "seed"):
         if getattr(args, name) is not None:
             train_overrides[name] = getattr(args, name)
     if args.compile:
@@ -563,6 +573,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--train-set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a TrainConfig field, e.g. --train-set warmup_steps=400 (repeatable)")
     m.add_argument("--max-steps", type=_int_at_least(1), default=None, help="optimiser steps")
+    m.add_argument("--max-minutes", type=_minutes, default=None, metavar="M",
+                   help="stop training after M minutes (then average and evaluate as usual); the result depends "
+                        "on the machine's speed, so it is not reproducible")
     m.add_argument("--batch-size", type=_int_at_least(1), default=None,
                    help="sequences per step (per process under torchrun)")
     m.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default=None)

@@ -46,6 +46,8 @@ BAD_TRAIN_VALUES = [
     (["--max-steps", "-1"], "--max-steps", "int >= 1"),
     (["--max-steps", "0"], "--max-steps", "got '0'"),
     (["--max-steps", "ten"], "--max-steps", "'ten'"),
+    (["--max-minutes", "0"], "--max-minutes", "minutes > 0"),
+    (["--max-minutes", "soon"], "--max-minutes", "'soon'"),
     (["--batch-size", "0"], "--batch-size", "int >= 1"),
     (["--threads", "0"], "--threads", "int >= 1"),
     (["--seed", "-3"], "--seed", "int >= 0"),

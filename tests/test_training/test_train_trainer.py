@@ -163,3 +163,14 @@ def test_the_teaching_loss_trains_like_the_fused_default(make_model, loaders, ti
     teaching = train(make_model(), *loaders(), config, progress=False,
                      loss_fn=lambda logits, targets: cross_entropy(logits, targets, 0, smoothing))
     assert teaching["loss"] == pytest.approx(fused["loss"], rel=1e-5)
+
+
+def test_a_time_budget_stops_training_then_evaluates(make_model, loaders, tiny_config, tmp_path, monkeypatch):
+    """The clock is faked: every step takes 'one minute', so a 2.5-minute budget stops after step 3."""
+    from transformer_course.training import trainer as trainer_module
+    clock = iter(range(0, 10_000, 60))
+    monkeypatch.setattr(trainer_module.time, "perf_counter", lambda: float(next(clock)))
+    config = tiny_config.replace(max_steps=50, eval_every=100, max_minutes=2.5, average_last=2)
+    history = train(make_model(), *loaders(), config, out_dir=tmp_path, progress=False)
+    assert history["stop_reason"] == "time_budget" and history["step"][-1] == 3
+    assert history["eval"][-1]["step"] == 3 and (tmp_path / "last.pt").exists()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
+from .._optional import require, torch  # without PyTorch: an ImportError that names the extra to install
 
 from ..config import ModelConfig, TrainConfig
 from ..data.vocab import Vocab
@@ -241,6 +241,7 @@ def pretrained_dir() -> Path:
 def export_pretrained(model: torch.nn.Module, src_vocab: Vocab, tgt_vocab: Vocab, directory: str | os.PathLike,
                       name: str, metadata: dict | None = None) -> dict:
     """Write `name.safetensors` (weights) and `name.json` (config, vocabularies, metadata, weight hash)."""
+    require("safetensors")                               # without it: an ImportError naming the extra
     from safetensors.torch import save_model
     model = unwrap_model(model)
     directory = Path(directory)
@@ -269,7 +270,7 @@ def load_pretrained(name: str = "numbers-en-fr", directory: str | os.PathLike | 
     see transformer_course/checkpoints/README.md for how it was trained and its held-out score.
     Every problem (unknown name, missing or corrupt file, mismatched weights) raises `CheckpointError`.
     """
-    from safetensors import SafetensorError
+    SafetensorError = require("safetensors").SafetensorError
     from safetensors.torch import load_model
     directory = Path(directory) if directory is not None else pretrained_dir()
     meta_path = directory / f"{name}.json"

@@ -261,7 +261,9 @@ def train(model: nn.Module, train_loader: Iterable, val_loader: Iterable | None 
           eval_max_len: int | None = None) -> dict:
     """Train `model` on `train_loader` (an iterable of `data.loader.Batch`) for `config.max_steps` steps.
 
-    Every `config.eval_every` steps (and at the end) the model is evaluated with `evaluate_fn(model) -> metrics`
+    Training stops after `config.max_steps` steps, or earlier once `config.max_minutes` of training have passed
+    (a time budget for workshops: then the run depends on the machine's speed). Every `config.eval_every` steps
+    (and at the end) the model is evaluated with `evaluate_fn(model) -> metrics`
     (default, given `val_loader`: `evaluate` with teacher-forced loss, perplexity, token accuracy; with
     `eval_generate` also greedy exact match and, given `tgt_vocab`, BLEU), `out_dir/last.pt` is written (and
     `best.pt` when `monitor` improved), and early stopping is checked (`config.patience`). With `resume_from`
@@ -318,7 +320,9 @@ def train(model: nn.Module, train_loader: Iterable, val_loader: Iterable | None 
                 bar.update(1)
                 bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{record['lr']:.2e}", refresh=False)
                 emit({"event": "step", **record})
-                at_end = state.step >= config.max_steps
+                if _out_of_time(config, started, world_size, device):
+                    stop_reason = "time_budget"
+                at_end = state.step >= config.max_steps or stop_reason == "time_budget"
                 if (state.step % config.eval_every == 0 or at_end) \
                         and evaluate_and_checkpoint(state, config, evaluate_fn, monitor, save, emit):
                     stop_reason = "early_stopping"
@@ -331,6 +335,19 @@ def train(model: nn.Module, train_loader: Iterable, val_loader: Iterable | None 
     emit({"event": "end", "stop_reason": stop_reason, "step": state.step, "best": state.history["best"],
           "averaged": state.history["averaged"]})
     return state.history
+
+
+def _out_of_time(config: TrainConfig, started: float, world_size: int, device: torch.device) -> bool:
+    """Whether `config.max_minutes` of training have passed; under DDP rank 0's clock decides for every process
+    (they must stop at the same step)."""
+    if config.max_minutes <= 0:
+        return False
+    over = time.perf_counter() - started >= 60.0 * config.max_minutes
+    if world_size > 1:
+        flag = torch.tensor([float(over)], device=device)   # NCCL broadcasts CUDA tensors only
+        dist.broadcast(flag, src=0)
+        over = bool(flag.item())
+    return over
 
 
 def _wrap(model: nn.Module, world_size: int, device: torch.device, compile: bool) -> nn.Module:
