@@ -1,22 +1,29 @@
-"""Show the package's own source inside chapters: `show_source(obj)` and `show_diff(numpy_obj, torch_obj)`.
+"""What chapters show besides their own computations.
 
-Chapters never paste package code; they display it from the installed package, so the book and the code
-cannot drift apart (nbval fails when the code changes and the stored output does not).
-Both return small objects with an HTML view (syntax-highlighted, inline styles, so the static site needs no
-extra CSS) and a plain-text view (what nbval compares, and what a terminal shows).
+- `show_source(obj)` and `show_diff(numpy_obj, torch_obj)`: the package's own source. Chapters never paste
+  package code; they display it from the installed package, so the book and the code cannot drift apart
+  (nbval fails when the code changes and the stored output does not). Both return small objects with an HTML
+  view (syntax-highlighted, inline styles, so the static site needs no extra CSS) and a plain-text view (what
+  nbval compares, and what a terminal shows).
+- `glue(name, value)`: hand a computed number to the page's prose (myst-nb's glue when the book is built;
+  nothing at all where myst-nb is not installed, as in Colab or a NumPy-only install).
+- `load_results(name)`: read a results file written by a script in `benchmarks/` (experiments too slow for a
+  chapter), or None where the repository's `benchmarks/results/` is not at hand.
 """
 from __future__ import annotations
 
 import difflib
 import html
 import inspect
+import json
 from pathlib import Path
+from typing import Any
 
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-__all__ = ["show_source", "show_diff", "SourceView", "DiffView"]
+__all__ = ["show_source", "show_diff", "SourceView", "DiffView", "glue", "load_results"]
 
 _PACKAGE_ROOT = Path(__file__).resolve().parent
 
@@ -102,3 +109,40 @@ def show_source(obj) -> SourceView:
 def show_diff(numpy_obj, torch_obj) -> DiffView:
     """Put two implementations (typically the NumPy and the PyTorch twin) side by side, line against line."""
     return DiffView(show_source(numpy_obj), show_source(torch_obj))
+
+
+def glue(name: str, value: Any, display: bool = False) -> Any:
+    """Store `value` under `name` for the page's prose to quote (`{glue:text}`name:.3f``), and return it.
+
+    When the book is built, myst-nb replaces the reference with the value as this cell computed it, so the text
+    can never disagree with the code. Without myst-nb (Colab, a NumPy-only install) nothing is stored and the
+    value is simply returned: the chapter still runs.
+    """
+    if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
+        raise ValueError(f"name: expected letters, digits, '-' or '_', got {name!r}")
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        return value
+    myst_glue(name, value, display=display)
+    return value
+
+
+def results_dir(start: Path | None = None) -> Path | None:
+    """`benchmarks/results` of the repository that contains `start` (default: the working directory), if any."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "benchmarks" / "results"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def load_results(name: str, start: Path | None = None) -> dict | None:
+    """The JSON results file `benchmarks/results/<name>.json`, or None if this is not a checkout of the
+    repository (for example in Colab, where only the package is installed)."""
+    folder = results_dir(start)
+    path = folder / f"{name}.json" if folder is not None else None
+    if path is None or not path.is_file():
+        return None
+    return json.loads(path.read_text())

@@ -15,7 +15,7 @@ def good_encoding(max_len, d_model):
     return pe
 
 
-def seed_loop_encoding(max_len, d_model):  # the seed notes' loop: 2 * i with i already even
+def doubled_loop_encoding(max_len, d_model):  # a loop whose i is already even, with 2 * i in the exponent
     pe = np.zeros((max_len, d_model))
     for pos in range(max_len):
         for i in range(0, d_model, 2):
@@ -64,10 +64,9 @@ def test_reference_encoding_passes(capsys):
 
 
 @pytest.mark.parametrize("fn, hint", [
-    (seed_loop_encoding, "exponent is doubled"),
+    (doubled_loop_encoding, "exponent is doubled"),
     (halved_exponent, "exponent is halved"),
     (swapped, "sine and cosine are swapped"),
-    (halves, "all the sines, then all the cosines"),
     (from_one, "positions start at 1"),
     (lambda m, d: good_encoding(m, d).T, "transpose"),
     (even_only, "odd d_model"),
@@ -75,6 +74,27 @@ def test_reference_encoding_passes(capsys):
 def test_each_mistake_gets_its_hint(fn, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_sinusoidal_encoding(fn)
+
+
+def test_concatenated_layout_passes_with_a_note(capsys):
+    """All sines then all cosines (tensor2tensor, fairseq) is a fixed permutation of the columns: accepted."""
+    assert check_sinusoidal_encoding(halves) is True
+    out = capsys.readouterr().out
+    assert "✔ Correct" in out and "interleaves" in out
+
+
+def test_any_fixed_column_permutation_of_the_concatenated_layout_is_the_same_information():
+    """The two layouts hold the same numbers: a permutation of the columns maps one onto the other."""
+    max_len, d_model = 20, 8
+    order = np.concatenate([np.arange(0, d_model, 2), np.arange(1, d_model, 2)])   # interleaved -> halves
+    assert np.allclose(good_encoding(max_len, d_model)[:, order], halves(max_len, d_model))
+
+
+def test_mixing_layouts_between_sizes_is_refused():
+    def mixed(max_len, d_model):
+        return halves(max_len, d_model) if d_model == 16 else good_encoding(max_len, d_model)
+    with pytest.raises(ExerciseError, match="pick one layout"):
+        check_sinusoidal_encoding(mixed)
 
 
 def test_unattempted_is_reported(capsys):

@@ -60,7 +60,7 @@ def plot_head_split(T: int = 3, D: int = 8, n_heads: int = 2):
             ha="center", va="bottom", fontsize=9)
     for h in range(H):                                             # (H, T, Dh): one (T, Dh) matrix per head
         _grid(ax, split[h], split_heads[h], x_c, h * (T + gap), Dh)
-        ax.text(x_c + Dh + 0.3, h * (T + gap) + T / 2, f"head {h}", va="center", fontsize=8)
+        ax.text(x_c + Dh + 0.3, h * (T + gap) + T / 2, f"head {h + 1}", va="center", fontsize=8)
     ax.text(x_c + Dh / 2, -0.5, f"(B, H, T, Dh) = (1, {H}, {T}, {Dh})", ha="center", va="bottom", fontsize=9)
     _arrow(ax, (x_a + D + 0.4, top + T / 2), (x_b - 0.4, top + T / 2), "reshape")
     _arrow(ax, (x_b + D + (H - 1) * gap + 0.4, top + T / 2), (x_c - 0.4, top + T / 2), "transpose(1, 2)")
@@ -68,7 +68,7 @@ def plot_head_split(T: int = 3, D: int = 8, n_heads: int = 2):
     _grid(ax, q, head_of, x_a, y_w + top, Dh)
     for h in range(H):
         _grid(ax, wrong[h], wrong_heads[h], x_c, y_w + h * (T + gap), Dh)
-        ax.text(x_c + Dh + 0.3, y_w + h * (T + gap) + T / 2, f"'head {h}'", va="center", fontsize=8,
+        ax.text(x_c + Dh + 0.3, y_w + h * (T + gap) + T / 2, f"'head {h + 1}'", va="center", fontsize=8,
                 color="#b2182b")
     _arrow(ax, (x_a + D + 0.4, y_w + top + T / 2), (x_c - 0.4, y_w + top + T / 2),
            "reshape straight to (B, H, T, Dh): WRONG")
