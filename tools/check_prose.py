@@ -67,6 +67,7 @@ CITED: dict[str, str] = {
 # Figures a page derives by hand (an exercise's arithmetic, a unit conversion), per page, with the Python
 # expression that computes them: the check evaluates it and requires the quoted figure to be its rounding.
 ARITHMETIC: dict[str, dict[str, str]] = {
+    "02_bahdanau_attention": {"2.5": "50 * 50 * 1000 / 10**6"},        # S T d_a scores, in millions
 }
 
 _FIGURE = re.compile(
