@@ -68,6 +68,7 @@ CITED: dict[str, str] = {
 # expression that computes them: the check evaluates it and requires the quoted figure to be its rounding.
 ARITHMETIC: dict[str, dict[str, str]] = {
     "02_bahdanau_attention": {"2.5": "50 * 50 * 1000 / 10**6"},        # S T d_a scores, in millions
+    "06_positional_encoding": {"22.6": "math.sqrt(512)"},
 }
 
 _FIGURE = re.compile(
