@@ -111,21 +111,20 @@ def show_diff(numpy_obj, torch_obj) -> DiffView:
     return DiffView(show_source(numpy_obj), show_source(torch_obj))
 
 
-def glue(name: str, value: Any, display: bool = False) -> Any:
-    """Store `value` under `name` for the page's prose to quote (`{glue:text}`name:.3f``), and return it.
+def glue(name: str, value: Any, display: bool = False) -> None:
+    """Store `value` under `name` for the page's prose to quote (`{glue:text}`name:.3f``).
 
     When the book is built, myst-nb replaces the reference with the value as this cell computed it, so the text
-    can never disagree with the code. Without myst-nb (Colab, a NumPy-only install) nothing is stored and the
-    value is simply returned: the chapter still runs.
+    can never disagree with the code. Without myst-nb (Colab, a NumPy-only install) nothing is stored: the
+    chapter still runs. Returns None, so a `glue(...)` on the last line of a cell displays nothing.
     """
     if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"name: expected letters, digits, '-' or '_', got {name!r}")
     try:
         from myst_nb import glue as myst_glue
     except ImportError:
-        return value
+        return
     myst_glue(name, value, display=display)
-    return value
 
 
 def results_dir(start: Path | None = None) -> Path | None:
