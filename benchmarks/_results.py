@@ -10,6 +10,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shlex
 import statistics
 import sys
@@ -27,6 +28,27 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def cpu_peak_flops(threads: int) -> dict | None:
+    """Peak float32 FLOP/s of `threads` cores, as MFU needs it (Chowdhery et al. 2022): cores x clock x FLOPs
+    per cycle, read from /proc/cpuinfo. FLOPs per cycle = float32 lanes of the widest vector unit x 2 (a fused
+    multiply-add) x 2 FMA units per core; AMD cores before Zen 5 run 512-bit instructions on 256-bit units.
+    None where /proc/cpuinfo is missing (macOS, Windows)."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    field = lambda name: re.search(rf"^{name}\s*:\s*(.*)$", info, re.MULTILINE).group(1).strip()  # noqa: E731
+    flags = set(field("flags").split())
+    bits = 512 if "avx512f" in flags else 256 if "avx" in flags else 128
+    if field("vendor_id") == "AuthenticAMD" and int(field("cpu family")) < 26:
+        bits = min(bits, 256)
+    per_cycle = bits // 32 * (2 if "fma" in flags or "avx512f" in flags else 1) * 2
+    mhz = float(field("cpu MHz"))
+    return {"threads": threads, "mhz": mhz, "vector_bits": bits, "flops_per_cycle": per_cycle,
+            "peak_flops": threads * mhz * 1e6 * per_cycle,
+            "rule": "threads x clock (cpu MHz) x float32 lanes x 2 (FMA) x 2 FMA units per core"}
 
 
 def machine() -> dict:

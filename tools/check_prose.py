@@ -70,6 +70,7 @@ ARITHMETIC: dict[str, dict[str, str]] = {
     "02_bahdanau_attention": {"2.5": "50 * 50 * 1000 / 10**6"},        # S T d_a scores, in millions
     "06_positional_encoding": {"22.6": "math.sqrt(512)"},
     "a1_backprop_by_hand": {"1.1": "2.0 ** -53"},                     # float64's machine epsilon
+    "a2_performance": {"2.3": "2457600 / 2**20", "0.7": "737280 / 2**20"},   # KV cache sizes in MiB
     "08_decoder": {"2.5": "15 / 6", "1.733": "2.5 ** 0.6", "2.31": "4 / 2.5 ** 0.6",   # exercise ex-08-lp
                    "0.099": "math.exp(-4 / 2.5 ** 0.6)", "0.018": "math.exp(-4)"},
 }
