@@ -28,6 +28,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from check_notebooks import _output_texts, _source  # the same reading of a cell's source and outputs
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Figures quoted from publications, each with where it comes from. Keep this list short: a figure measured by
@@ -135,20 +137,6 @@ def supported(figure: Figure, printed: list[float], literals: list[float], deriv
     tolerance = 0.5 * figure.unit * (1 + 1e-9)
     return any(abs(number - figure.value) <= tolerance
                or (figure.percent and abs(100 * number - figure.value) <= tolerance) for number in printed)
-
-
-def _source(cell) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
-
-
-def _output_texts(cell):
-    for out in cell.get("outputs", []):
-        if "text" in out:
-            yield "".join(out["text"]) if isinstance(out["text"], list) else out["text"]
-        for mime, value in out.get("data", {}).items():
-            if mime.endswith("text/plain") or mime.endswith("text/markdown") or mime.endswith("text/html"):
-                yield "".join(value) if isinstance(value, list) else value
 
 
 def _numbers(texts, pattern=_OUTPUT_NUMBER) -> list[float]:
