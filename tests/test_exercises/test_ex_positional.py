@@ -104,12 +104,12 @@ def test_unattempted_is_reported(capsys):
     assert "not attempted yet" in capsys.readouterr().out
 
 
-def good_shift(k, d_model):
-    M = np.zeros((d_model, d_model))
+def good_shift(delta, d_model):
+    R = np.zeros((d_model, d_model))
     for j in range(0, d_model, 2):
-        a = k / 10000 ** (j / d_model)
-        M[j:j + 2, j:j + 2] = [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
-    return M
+        a = delta / 10000 ** (j / d_model)
+        R[j:j + 2, j:j + 2] = [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
+    return R
 
 
 def test_reference_shift_passes_and_really_shifts(capsys):
@@ -120,10 +120,11 @@ def test_reference_shift_passes_and_really_shifts(capsys):
 
 
 @pytest.mark.parametrize("fn, hint", [
-    (lambda k, d: good_shift(k, d).T, "column vectors"),
-    (lambda k, d: good_shift(-k, d), "PE\\[pos - k\\]"),
-    (lambda k, d: np.kron(np.eye(d // 2), [[np.cos(k), -np.sin(k)], [np.sin(k), np.cos(k)]]), "same angle"),
-    (lambda k, d: np.eye(d), "values differ"),
+    (lambda delta, d: good_shift(delta, d).T, "column vectors"),
+    (lambda delta, d: good_shift(-delta, d), "PE\\[pos - delta\\]"),
+    (lambda delta, d: np.kron(np.eye(d // 2), [[np.cos(delta), -np.sin(delta)], [np.sin(delta), np.cos(delta)]]),
+     "same angle"),
+    (lambda delta, d: np.eye(d), "values differ"),
 ])
 def test_shift_mistakes_get_their_hint(fn, hint):
     with pytest.raises(ExerciseError, match=hint):

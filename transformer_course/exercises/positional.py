@@ -4,7 +4,7 @@ Each check calls the learner's function on small fixed sizes, compares with a re
 (on purpose independent of `transformer_course.numpy.positional`, which the chapter teaches), and recognises
 the usual mistakes: the exponent doubled (2i where i already steps by two), sine and cosine swapped,
 positions counted from 1, an odd d_model that crashes, and (for the rotation) the matrix written for column
-vectors (which shifts by -k) or with one angle for all. All the sines followed by all the cosines is not a
+vectors (which shifts by -delta) or with one angle for all. All the sines followed by all the cosines is not a
 mistake: tensor2tensor and fairseq use that layout; it is a fixed permutation of the columns, which changes
 nothing a model can learn, so it is accepted (with a note that the paper interleaves them).
 """
@@ -70,14 +70,14 @@ def sinusoidal_hints(max_len, d_model):
     ]
 
 
-def _shift_reference(k, d_model, column_vectors=False, frequencies=True):
-    M = np.zeros((d_model, d_model))                     # even d_model only: every sine has its cosine
-    for j in range(0, d_model, 2):
-        omega = 1.0 / 10000.0 ** (j / d_model) if frequencies else 1.0
-        c, s = np.cos(omega * k), np.sin(omega * k)
+def _shift_reference(delta, d_model, column_vectors=False, frequencies=True):
+    R = np.zeros((d_model, d_model))                     # even d_model only: every sine has its cosine
+    for two_i in range(0, d_model, 2):                   # the sine column 2i of pair i
+        omega = 1.0 / 10000.0 ** (two_i / d_model) if frequencies else 1.0
+        c, s = np.cos(omega * delta), np.sin(omega * delta)
         block = np.array([[c, -s], [s, c]])              # row-vector convention: [sin, cos] @ block
-        M[j:j + 2, j:j + 2] = block.T if column_vectors else block
-    return M
+        R[two_i:two_i + 2, two_i:two_i + 2] = block.T if column_vectors else block
+    return R
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -125,28 +125,28 @@ def check_sinusoidal_encoding(fn) -> None:
     passed("PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(...), for even and odd d_model.")
 
 
-def shift_hints(k, d_model):
+def shift_hints(delta, d_model):
     """(wrong answer, explanation) pairs for `check_shift_matrix`."""
     return [
-        (_shift_reference(k, d_model, column_vectors=True),
-         "this matrix maps PE[pos] to PE[pos - k]: the signs of the sines are flipped, or the blocks are written "
-         "for column vectors (M @ pe). The course writes vectors as rows, PE[pos + k] = PE[pos] @ M, so each "
-         "2x2 block is [[cos, -sin], [sin, cos]] of the angle omega_j * k."),
-        (_shift_reference(k, d_model, frequencies=False),
-         "every block uses the same angle k; block j must rotate by omega_j * k with "
-         "omega_j = 1 / 10000^(2j / d_model)."),
+        (_shift_reference(delta, d_model, column_vectors=True),
+         "this matrix maps PE[pos] to PE[pos - delta]: the signs of the sines are flipped, or the blocks are "
+         "written for column vectors (R @ pe). The course writes vectors as rows, PE[pos + delta] = PE[pos] @ R, "
+         "so the 2x2 block of pair i is [[cos, -sin], [sin, cos]] of the angle omega_i * delta."),
+        (_shift_reference(delta, d_model, frequencies=False),
+         "every block uses the same angle delta; the block of pair i must rotate by omega_i * delta with "
+         "omega_i = 1 / 10000^(2i / d_model)."),
     ]
 
 
 @exercise_check
 def check_shift_matrix(fn) -> None:
-    """Check `fn(k, d_model) -> M (d_model, d_model)` with PE[pos + k] = PE[pos] @ M for every pos."""
-    for k, d_model in ((1, 4), (3, 8), (10, 16)):
-        got = as_numpy(fn(k, d_model), f"fn({k}, {d_model})")
-        compare_arrays(got, _shift_reference(k, d_model), f"fn({k}, {d_model})",
-                       hints=shift_hints(k, d_model))
+    """Check `fn(delta, d_model) -> R (d_model, d_model)` with PE[pos + delta] = PE[pos] @ R for every pos."""
+    for delta, d_model in ((1, 4), (3, 8), (10, 16)):
+        got = as_numpy(fn(delta, d_model), f"fn({delta}, {d_model})")
+        compare_arrays(got, _shift_reference(delta, d_model), f"fn({delta}, {d_model})",
+                       hints=shift_hints(delta, d_model))
     pe = _reference(40, 16)
-    M = as_numpy(fn(5, 16), "fn(5, 16)")
-    if not np.allclose(pe[:-5] @ M, pe[5:], atol=1e-9):
+    R = as_numpy(fn(5, 16), "fn(5, 16)")
+    if not np.allclose(pe[:-5] @ R, pe[5:], atol=1e-9):
         raise ExerciseError("fn(5, 16) does not map PE[pos] to PE[pos + 5].")
-    passed("PE[pos + k] = PE[pos] @ M_k: one fixed 2x2 rotation per frequency, the same for every pos.")
+    passed("PE[pos + delta] = PE[pos] @ R_delta: one fixed 2x2 rotation per frequency, the same for every pos.")
