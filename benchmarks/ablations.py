@@ -1,8 +1,7 @@
 """A toy-scale version of Table 3 of Vaswani et al. (2017): vary one thing at a time and retrain.
 
-    python benchmarks/ablations.py                     # 11 variants, 500 steps each, 1 thread (~2 CPU minutes)
-    python benchmarks/ablations.py --steps 400 --seeds 0 1   # the run quoted in chapter 9 (~4 CPU minutes)
-    python benchmarks/ablations.py --steps 800 --seeds 0 1 --only base heads=1
+    python benchmarks/ablations.py             # the run chapter 9 prints: 12 variants x 5 seeds, 400 steps each
+    python benchmarks/ablations.py --steps 800 --seeds 0 1 2 --only base heads=1
 
 Every variant trains the chapter 9 model (d_model 64, 4 heads, 2 + 2 layers, dropout 0.1, label smoothing 0.1,
 sinusoidal positions) on English -> French number words (0..1999, split by number) with one change, for a
@@ -11,15 +10,20 @@ Printed per variant: parameters, held-out exact match (greedy, 200 test numbers 
 perplexity (teacher forced, no smoothing), training time, and the paper's numbers for the matching row of
 its Table 3 (EN-DE newstest2013 dev BLEU and perplexity per wordpiece, base model = 25.8 BLEU, 4.92 PPL); the
 nearest row is the paper's change in the same direction (half / double the heads, fewer / more layers).
-With two seeds, the exact match of each seed is printed in brackets: the spread between seeds is the noise
-level against which the differences between variants must be read.
+Every variant runs with the same seeds (at least three); the table gives the mean and the standard deviation
+over seeds, and the results file benchmarks/results/ablations.json keeps every seed's figures: the spread
+between seeds is the noise level against which the differences between variants must be read. One more row,
+a learning-rate factor of 1.0 instead of chapter 9's 0.5, has no counterpart in the paper.
 """
 from __future__ import annotations
 
 import argparse
 import shlex
+import statistics
 import sys
 import time
+
+from _results import summary, write_results
 
 # name -> (ModelConfig overrides, TrainConfig overrides, the paper's Table 3 row: (label, BLEU, PPL) or None)
 VARIANTS = {
@@ -34,6 +38,7 @@ VARIANTS = {
     "smoothing=0.0": ({}, {"label_smoothing": 0.0}, ("(D) eps_ls=0.0", 25.3, 4.67)),
     "smoothing=0.2": ({}, {"label_smoothing": 0.2}, ("(D) eps_ls=0.2", 25.7, 5.47)),
     "learned positions": ({"positional": "learned"}, {}, ("(E) learned", 25.7, 4.92)),
+    "lr factor 1.0": ({}, {"lr_factor": 1.0}, None),
 }
 
 # the chapter 9 model and recipe (the paper's recipe, sizes for a CPU)
@@ -74,13 +79,16 @@ def run_variant(name: str, steps: int, seed: int, max_number: int) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=500, help="training steps per variant (default: 500)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="seeds; results are averaged")
+    parser.add_argument("--steps", type=int, default=400, help="training steps per variant (default: 400)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4],
+                        help="seeds, at least 3 (default: 0 1 2 3 4)")
     parser.add_argument("--max-number", type=int, default=1999, help="numbers 0..N (default: 1999)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1)")
     parser.add_argument("--only", nargs="+", default=None, choices=sorted(VARIANTS), metavar="VARIANT",
                         help=f"run only these variants (default: all of {list(VARIANTS)})")
     args = parser.parse_args(argv)
+    if len(set(args.seeds)) < 3:
+        parser.error(f"--seeds: a comparison of variants needs at least 3 seeds, got {args.seeds}")
 
     import torch
     torch.set_num_threads(args.threads)
@@ -89,23 +97,34 @@ def main(argv=None) -> int:
     print(f"task: English -> French number words 0..{args.max_number}; {args.steps} steps per variant; "
           f"seeds {args.seeds}; {args.threads} thread(s)", flush=True)
     names = args.only or list(VARIANTS)
-    rows = []
+    variants = {}
     for name in names:
         results = [run_variant(name, args.steps, seed, args.max_number) for seed in args.seeds]
-        mean = {k: sum(r[k] for r in results) / len(results) for k in results[0]}
-        mean["exact_match_all"] = [r["exact_match"] for r in results]
-        rows.append((name, mean))
-        print(f"  done: {name:18s} exact match {mean['exact_match']:.3f}  ({mean['time_s']:.0f} s)", flush=True)
+        paper = VARIANTS[name][2]
+        variants[name] = {
+            "params": results[0]["params"],
+            "paper_row": None if paper is None else {"row": paper[0], "bleu": paper[1], "ppl": paper[2]},
+            "per_seed": {str(seed): r for seed, r in zip(args.seeds, results)},
+            "summary": {key: summary([r[key] for r in results]) for key in ("exact_match", "perplexity", "time_s")},
+        }
+        em = variants[name]["summary"]["exact_match"]
+        print(f"  done: {name:18s} exact match {em['mean']:.3f} +- {em['std']:.3f} "
+              f"({statistics.fmean(r['time_s'] for r in results):.0f} s per seed)", flush=True)
 
     print()
-    print("| variant | params | held-out exact match | val perplexity | train time (s) | nearest paper row | "
-          "paper BLEU | paper PPL |")
-    print("|---|---:|---:|---:|---:|---|---:|---:|")
-    for name, m in rows:
-        paper = VARIANTS[name][2]
-        per_seed = "" if len(args.seeds) == 1 else " (" + ", ".join(f"{e:.3f}" for e in m["exact_match_all"]) + ")"
-        print(f"| {name} | {m['params']:,.0f} | {m['exact_match']:.3f}{per_seed} | {m['perplexity']:.3f} | "
-              f"{m['time_s']:.0f} | {paper[0]} | {paper[1]:.1f} | {paper[2]:.2f} |")
+    print("| variant | params | held-out exact match, mean (std) | val perplexity, mean (std) | nearest paper row "
+          "| paper BLEU | paper PPL |")
+    print("|---|---:|---:|---:|---|---:|---:|")
+    for name, v in variants.items():
+        em, ppl, paper = v["summary"]["exact_match"], v["summary"]["perplexity"], v["paper_row"]
+        paper_cells = ("| - | - | - |" if paper is None
+                       else f"| {paper['row']} | {paper['bleu']:.1f} | {paper['ppl']:.2f} |")
+        print(f"| {name} | {v['params']:,} | {em['mean']:.3f} ({em['std']:.3f}) | {ppl['mean']:.3f} ({ppl['std']:.3f}) "
+              + paper_cells)
+    path = write_results("ablations", "ablations.py", argv,
+                         {"task": f"English -> French number words 0..{args.max_number}", "steps": args.steps,
+                          "seeds": args.seeds, "variants": variants})
+    print(f"\nwrote {path}")
     return 0
 
 

@@ -2,11 +2,15 @@
 
     python benchmarks/bench_model.py            # tiny + base-like training steps, decoding
     python benchmarks/bench_model.py --quick    # a fast smoke run (tiny only, few rounds)
+    python benchmarks/bench_model.py --device cpu --threads 1 --clock cpu --json bench_model_cpu1
 
 Both models get the same sizes, the same embeddings + sinusoidal positions + tied output projection,
 the same label-smoothed loss (0.1, padding ignored) and the same Adam; rounds alternate between the two
-models and the table reports medians. Model-FLOP utilisation (MFU) is the model's matmul FLOPs per step
-(forward x 3) over the step time, against this machine's measured float32 matmul peak.
+models and the table reports medians. Model-FLOP utilisation (MFU, as defined by Chowdhery et al. 2022) is
+the model's matmul FLOPs per step (forward x 3) over the step time, divided by the hardware's peak FLOP/s for
+the threads used: on a CPU, threads x clock x FLOPs per cycle of its vector units, read from /proc/cpuinfo
+(benchmarks/_results.py, printed); elsewhere the measured matmul peak stands in, and the table says so.
+`--json NAME` also writes benchmarks/results/NAME.json, which appendix B of the book prints.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from _results import cpu_peak_flops, write_results
 from transformer_course.config import ModelConfig
 from transformer_course.data.vocab import BOS_ID, EOS_ID
 from transformer_course.torch.decoding import beam_search, greedy_decode
@@ -157,6 +162,7 @@ def bench_training(size: str, args, device) -> dict:
 
 
 def training_rows(result: dict, peak: float) -> list[str]:
+    """Markdown rows of one size: step time, tokens/s, MFU against `peak` FLOP/s, and ours/torch."""
     times, flops, tokens = result["times"], result["flops"], result["tokens"]
     ratio = times["ours"] / times["torch"]
     return [f"| {result['size']:9s} | {name:5s} | {times[name] * 1e3:9.1f} | {tokens / times[name]:10.0f} | "
@@ -164,8 +170,8 @@ def training_rows(result: dict, peak: float) -> list[str]:
             for name in ("ours", "torch")]
 
 
-def bench_decoding(args, device) -> tuple[list[str], float]:
-    """Decoding rows of the table, and cached greedy's time over the hand-written key/value loop's."""
+def bench_decoding(args, device) -> dict:
+    """Median times of every decoding method; cached greedy is also compared with a hand-written key/value loop."""
     fields, _, _ = SIZES["tiny"]
     c = ModelConfig(dropout=0.0, max_len=128, **fields)
     torch.manual_seed(0)
@@ -186,15 +192,23 @@ def bench_decoding(args, device) -> tuple[list[str], float]:
                             "decoder": lambda: greedy(False), "all": lambda: naive_greedy(model, src, 32),
                             "beam4": lambda: beam_search(model, src, beam_size=4, max_len=32)},
                            args.decode_rounds, 1, device, args.clock_fn)
-    n = 16 * 32
-    rows = [("greedy, KV cache (greedy_decode)", "cache"), ("greedy, hand-written KV loop", "hand"),
-            ("greedy, hand-written KV loop + EOS", "hand_eos"),
-            ("greedy, recompute decoder", "decoder"), ("greedy, recompute model(src, ys)", "all"),
-            ("beam 4, KV cache", "beam4")]
-    lines = [f"| {label:34s} | {med[key] * 1e3:9.1f} | {n / med[key]:8.0f} | {med[key] / med['cache']:20.2f} |"
-             for label, key in rows]
-    lines.append(f"identical tokens from all five greedy loops: {same}")
-    return lines, (med["cache"] / med["hand"], med["cache"] / med["hand_eos"])
+    return {"seconds": med, "tokens": 16 * 32, "identical_tokens": bool(same),
+            "cache_over_hand": med["cache"] / med["hand"], "cache_over_hand_eos": med["cache"] / med["hand_eos"]}
+
+
+DECODING_ROWS = {"cache": "greedy, KV cache (greedy_decode)", "hand": "greedy, hand-written KV loop",
+                 "hand_eos": "greedy, hand-written KV loop + EOS", "decoder": "greedy, recompute decoder",
+                 "all": "greedy, recompute model(src, ys)", "beam4": "beam 4, KV cache"}
+
+
+def decoding_rows(result: dict) -> list[str]:
+    med, n = result["seconds"], result["tokens"]
+    return [f"| {label:34s} | {med[key] * 1e3:9.1f} | {n / med[key]:8.0f} | {med[key] / med['cache']:20.2f} |"
+            for key, label in DECODING_ROWS.items() if key in med] + \
+        [f"identical tokens from every greedy loop: {result['identical_tokens']}"] + \
+        ([f"cached greedy_decode / hand-written key/value loop: {result['cache_over_hand']:.2f} (argmax only), "
+          f"{result['cache_over_hand_eos']:.2f} (with greedy_decode's EOS bookkeeping)"]
+         if "cache_over_hand" in result else [])
 
 
 @torch.inference_mode()
@@ -278,6 +292,8 @@ def main(argv=None) -> None:
     parser.add_argument("--clock", default="wall", choices=["wall", "cpu"],
                         help="wall: elapsed time; cpu: this process's CPU time, which a machine shared with other "
                              "jobs does not inflate (meaningful on CPU with --threads 1 only)")
+    parser.add_argument("--no-decoding", action="store_true", help="time training steps only")
+    parser.add_argument("--json", metavar="NAME", help="also write benchmarks/results/NAME.json")
     args = parser.parse_args(argv)
     if args.quick:
         args.rounds, args.decode_rounds, args.steps, args.sizes = 3, 3, 1, "tiny"
@@ -287,27 +303,44 @@ def main(argv=None) -> None:
     if args.clock == "cpu" and (device.type != "cpu" or torch.get_num_threads() != 1):
         parser.error("--clock cpu: needs --device cpu and --threads 1 (CPU time adds up every thread's time)")
     args.clock_fn = time.process_time if args.clock == "cpu" else time.perf_counter
-    peak = matmul_peak(device, 512 if args.quick else 1024, args.clock_fn)
+    matmul = matmul_peak(device, 512 if args.quick else 1024, args.clock_fn)
     print(f"device {device}, {torch.get_num_threads()} CPU threads, torch {torch.__version__}, "
           f"precision {args.precision}, compile {args.compile}, dropout {args.dropout}, "
           f"{args.rounds} interleaved rounds (medians; {args.decode_rounds} for decoding), {args.clock} clock")
     results = [bench_training(size.strip(), args, device) for size in args.sizes.split(",")]
-    peak = max(peak, matmul_peak(device, 512 if args.quick else 1024, args.clock_fn))
-    print(f"matmul peak (the larger of two measurements, before and after the training runs) "
-          f"{peak / 1e9:.1f} GFLOP/s; tokens = source + target positions")
+    matmul = max(matmul, matmul_peak(device, 512 if args.quick else 1024, args.clock_fn))
+    hardware = cpu_peak_flops(torch.get_num_threads()) if device.type == "cpu" else None
+    peak = hardware["peak_flops"] if hardware else matmul
+    print(f"measured matmul peak (the larger of two measurements, before and after the training runs) "
+          f"{matmul / 1e9:.1f} GFLOP/s")
+    if hardware:
+        print(f"hardware peak for MFU: {hardware['threads']} thread(s) x {hardware['mhz']:.0f} MHz x "
+              f"{hardware['flops_per_cycle']} FLOPs/cycle ({hardware['vector_bits']}-bit FMA units) = "
+              f"{peak / 1e9:.1f} GFLOP/s")
+    else:
+        print("no CPU peak known for this device: MFU is against the measured matmul peak")
+    print("tokens = source + target positions")
     print("\n| config    | model | step (ms) |   tokens/s |   MFU | ours/torch |")
     print("|-----------|-------|-----------|------------|-------|------------|")
     for result in results:
         for row in training_rows(result, peak):
             print(row)
-    print("\ngreedy decoding of 32 tokens, batch 16, tiny config (source length <= 32, random weights)")
-    print("| method                             | time (ms) | tokens/s | time / cached greedy |")
-    print("|------------------------------------|-----------|----------|----------------------|")
-    rows, (over_minimal, over_eos) = bench_decoding(args, device)
-    for row in rows:
-        print(row)
-    print(f"cached greedy_decode / hand-written key/value loop: {over_minimal:.2f} (argmax only), "
-          f"{over_eos:.2f} (with greedy_decode's EOS bookkeeping)")
+    decoding = None
+    if not args.no_decoding:
+        decoding = bench_decoding(args, device)
+        print("\ngreedy decoding of 32 tokens, batch 16, tiny config (source length <= 32, random weights)")
+        print("| method                             | time (ms) | tokens/s | time / cached greedy |")
+        print("|------------------------------------|-----------|----------|----------------------|")
+        for row in decoding_rows(decoding):
+            print(row)
+    if args.json:
+        setting = {key: getattr(args, key) for key in ("device", "rounds", "steps", "dropout", "precision",
+                                                        "compile", "clock")}
+        path = write_results(args.json, "bench_model.py", argv,
+                             {"setting": {**setting, "threads": torch.get_num_threads()},
+                              "matmul_peak_flops": matmul, "hardware_peak": hardware, "peak_flops_for_mfu": peak,
+                              "training": results, "decoding": decoding})
+        print(f"\nwrote {path}")
 
 
 if __name__ == "__main__":

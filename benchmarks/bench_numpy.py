@@ -3,6 +3,7 @@
 
     python benchmarks/bench_numpy.py                 # both parts
     python benchmarks/bench_numpy.py --skip-train    # only the speed comparison
+    python benchmarks/bench_numpy.py --skip-train --threads 1 --json bench_numpy   # the run appendix B prints
 
 Timings depend on the machine and its load: they are printed as measured, with the thread counts used.
 `--threads N` fixes the BLAS threads of NumPy and the intra-op threads of torch (0: each library's default).
@@ -125,7 +126,8 @@ def _median_time(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
-def run_speed(args) -> list[tuple[str, str]]:
+def run_speed(args, measured: dict) -> list[tuple[str, str]]:
+    """Rows of the printed table; the times (seconds) also go into `measured`."""
     config = ModelConfig(src_vocab_size=args.vocab, tgt_vocab_size=args.vocab, d_model=128, n_heads=4, d_ff=512,
                          n_encoder_layers=2, n_decoder_layers=2, dropout=0.0, max_len=128)  # the "course" preset
     B, S, T = args.speed_batch, args.speed_len, args.speed_len
@@ -143,6 +145,7 @@ def run_speed(args) -> list[tuple[str, str]]:
     rows = [("speed config", f"course preset (D=128 H=4 F=512 2+2 layers), V={args.vocab}, B={B}, S=T={S}, "
                              f"float32, forward + loss + backward, median of {args.repeats}")]
     t_numpy = _median_time(numpy_step, args.repeats)
+    measured["numpy_seconds"] = t_numpy
     rows.append(("NumPy forward+backward", f"{1000 * t_numpy:.1f} ms"))
     try:
         import torch
@@ -164,6 +167,7 @@ def run_speed(args) -> list[tuple[str, str]]:
         loss.backward()
 
     t_torch = _median_time(torch_step, args.repeats)
+    measured.update(torch_seconds=t_torch, torch_threads=torch.get_num_threads(), numpy_over_torch=t_numpy / t_torch)
     rows.append(("PyTorch forward+backward (CPU)", f"{1000 * t_torch:.1f} ms ({torch.get_num_threads()} threads)"))
     rows.append(("NumPy / PyTorch", f"{t_numpy / t_torch:.2f}x (goal <= 2x)"))
     return rows
@@ -202,6 +206,7 @@ def main(argv=None) -> int:
     parser.add_argument("--speed-len", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--json", metavar="NAME", help="also write benchmarks/results/NAME.json")
     args = parser.parse_args(argv)
 
     blas_threads = os.environ.get("OPENBLAS_NUM_THREADS", "default")
@@ -209,9 +214,13 @@ def main(argv=None) -> int:
                         f"numpy {np.__version__}, BLAS threads: {blas_threads}")]
     if not args.skip_train:
         rows += run_training(args)
+    measured = {"blas_threads": blas_threads}
     if not args.skip_speed:
-        rows += run_speed(args)
+        rows += run_speed(args, measured)
     print_table(rows)
+    if args.json:
+        from _results import write_results
+        print("wrote", write_results(args.json, "bench_numpy.py", argv, {"rows": dict(rows), "speed": measured}))
     return 0
 
 

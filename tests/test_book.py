@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import check_notebooks  # noqa: E402  (tools/ is not a package)
 
-# The course's chapter order (DESIGN.md / CURRICULUM.md): file stems start with their number.
+# The course's chapter order, the order of _toc.yml: file stems start with their number.
 CHAPTER_ORDER = ["attention_history", "bahdanau", "general_attention", "self_attention", "multi_head",
                  "positional", "encoder", "decoder", "training"]
 

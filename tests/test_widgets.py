@@ -60,3 +60,20 @@ def test_widgets_build_controls_and_an_output(build):
     assert isinstance(output, ipywidgets.Output)
     assert len(controls.children) >= 2
     plt.close("all")
+
+
+def test_attention_explorer_follows_the_books_labelling_conventions():
+    """Layers and heads count from 1; decoder rows are the tokens written, self-attention columns those read."""
+    from transformer_course.training.checkpoint import load_pretrained
+
+    model, src_vocab, tgt_vocab = load_pretrained("numbers-en-fr")
+    fig = w.attention_explorer_figure(model, src_vocab, tgt_vocab, "eighty", kind="decoder_self", layer=1, head=1)
+    ax = fig.axes[0]
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    columns = [t.get_text() for t in ax.get_xticklabels()]
+    assert rows[-1] == "<eos>" and columns[0] == "<bos>" and columns[1:] == rows[:-1]
+    assert "layer 1, head 1" in ax.get_title() and ax.get_ylabel() == "token written"
+    for bad in ({"layer": 0}, {"head": 0}, {"head": model.config.n_heads + 1}):
+        with pytest.raises(ValueError, match="expected a value from 1"):
+            w.attention_explorer_figure(model, src_vocab, tgt_vocab, "eighty", **bad)
+    assert _close(fig)

@@ -82,7 +82,7 @@ class ModelConfig(_Replaceable):
     attention_dropout: float = 0.0    # dropout on attention weights (0 in the paper's description)
     max_len: int = 512                # rows of the positional table: the longest sequence accepted
     positional: str = "sinusoidal"    # "sinusoidal" (paper) or "learned"
-    norm_first: bool = False          # False: post-LN as in the paper; True: pre-LN (Xiong et al. 2020)
+    norm_first: bool = False          # False: post-LN (the paper); True: pre-LN (tensor2tensor, GPT-2, Xiong 2020)
     tie_output_embedding: bool = True # share the decoder input embedding with the output projection (Press & Wolf)
     layer_norm_eps: float = 1e-5      # epsilon inside LayerNorm (torch.nn.LayerNorm's default)
     pad_id: int = 0                   # token id of padding; never attended to and ignored by the loss

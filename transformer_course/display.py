@@ -1,10 +1,15 @@
-"""Show the package's own source inside chapters: `show_source(obj)` and `show_diff(numpy_obj, torch_obj)`.
+"""What chapters show besides their own computations.
 
-Chapters never paste package code; they display it from the installed package, so the book and the code
-cannot drift apart (nbval fails when the code changes and the stored output does not).
-Both return small objects with an HTML view (inline styles, so the static site needs no extra CSS) and a
-plain-text view (what nbval compares, and what a terminal shows). `show_diff` pairs the lines of the two
-twins by similarity, so the same step written in NumPy and in PyTorch sits on one row.
+- `show_source(obj)` and `show_diff(numpy_obj, torch_obj)`: the package's own source. Chapters never paste
+  package code; they display it from the installed package, so the book and the code cannot drift apart
+  (nbval fails when the code changes and the stored output does not). Both return small objects with an HTML
+  view (syntax-highlighted, inline styles, so the static site needs no extra CSS) and a plain-text view (what
+  nbval compares, and what a terminal shows). `show_diff` pairs the lines of the two twins by similarity, so
+  the same step written in NumPy and in PyTorch sits on one row.
+- `glue(name, value)`: hand a computed number to the page's prose (myst-nb's glue when the book is built;
+  nothing at all where myst-nb is not installed, as in Colab or a NumPy-only install).
+- `load_results(name)`: read a results file written by a script in `benchmarks/` (experiments too slow for a
+  chapter), or None where the repository's `benchmarks/results/` is not at hand.
 """
 from __future__ import annotations
 
@@ -12,15 +17,17 @@ import ast
 import difflib
 import html
 import inspect
+import json
 import re
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-__all__ = ["show_source", "show_diff", "SourceView", "DiffView"]
+__all__ = ["show_source", "show_diff", "SourceView", "DiffView", "glue", "load_results"]
 
 _PACKAGE_ROOT = Path(__file__).resolve().parent
 
@@ -210,3 +217,39 @@ def show_diff(numpy_obj, torch_obj, docstrings: bool = False) -> DiffView:
         code = textwrap.dedent(view.code)
         views.append(SourceView(code if docstrings else _without_docstrings(code), view.location))
     return DiffView(*views)
+
+
+def glue(name: str, value: Any, display: bool = False) -> None:
+    """Store `value` under `name` for the page's prose to quote (`{glue:text}`name:.3f``).
+
+    When the book is built, myst-nb replaces the reference with the value as this cell computed it, so the text
+    can never disagree with the code. Without myst-nb (Colab, a NumPy-only install) nothing is stored: the
+    chapter still runs. Returns None, so a `glue(...)` on the last line of a cell displays nothing.
+    """
+    if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
+        raise ValueError(f"name: expected letters, digits, '-' or '_', got {name!r}")
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        return
+    myst_glue(name, value, display=display)
+
+
+def results_dir(start: Path | None = None) -> Path | None:
+    """`benchmarks/results` of the repository that contains `start` (default: the working directory), if any."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "benchmarks" / "results"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def load_results(name: str, start: Path | None = None) -> dict | None:
+    """The JSON results file `benchmarks/results/<name>.json`, or None if this is not a checkout of the
+    repository (for example in Colab, where only the package is installed)."""
+    folder = results_dir(start)
+    path = folder / f"{name}.json" if folder is not None else None
+    if path is None or not path.is_file():
+        return None
+    return json.loads(path.read_text())

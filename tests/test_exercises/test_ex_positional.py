@@ -15,7 +15,7 @@ def good_encoding(max_len, d_model):
     return pe
 
 
-def seed_loop_encoding(max_len, d_model):  # the seed notes' loop: 2 * i with i already even
+def doubled_loop_encoding(max_len, d_model):  # a loop whose i is already even, with 2 * i in the exponent
     pe = np.zeros((max_len, d_model))
     for pos in range(max_len):
         for i in range(0, d_model, 2):
@@ -64,10 +64,9 @@ def test_reference_encoding_passes(capsys):
 
 
 @pytest.mark.parametrize("fn, hint", [
-    (seed_loop_encoding, "exponent is doubled"),
+    (doubled_loop_encoding, "exponent is doubled"),
     (halved_exponent, "exponent is halved"),
     (swapped, "sine and cosine are swapped"),
-    (halves, "all the sines, then all the cosines"),
     (from_one, "positions start at 1"),
     (lambda m, d: good_encoding(m, d).T, "transpose"),
     (even_only, "odd d_model"),
@@ -77,6 +76,27 @@ def test_each_mistake_gets_its_hint(fn, hint):
         check_sinusoidal_encoding(fn)
 
 
+def test_concatenated_layout_passes_with_a_note(capsys):
+    """All sines then all cosines (tensor2tensor, fairseq) is a fixed permutation of the columns: accepted."""
+    assert check_sinusoidal_encoding(halves) is True
+    out = capsys.readouterr().out
+    assert "✔ Correct" in out and "interleaves" in out
+
+
+def test_any_fixed_column_permutation_of_the_concatenated_layout_is_the_same_information():
+    """The two layouts hold the same numbers: a permutation of the columns maps one onto the other."""
+    max_len, d_model = 20, 8
+    order = np.concatenate([np.arange(0, d_model, 2), np.arange(1, d_model, 2)])   # interleaved -> halves
+    assert np.allclose(good_encoding(max_len, d_model)[:, order], halves(max_len, d_model))
+
+
+def test_mixing_layouts_between_sizes_is_refused():
+    def mixed(max_len, d_model):
+        return halves(max_len, d_model) if d_model == 16 else good_encoding(max_len, d_model)
+    with pytest.raises(ExerciseError, match="pick one layout"):
+        check_sinusoidal_encoding(mixed)
+
+
 def test_unattempted_is_reported(capsys):
     def stub(max_len, d_model):
         raise NotImplementedError
@@ -84,12 +104,12 @@ def test_unattempted_is_reported(capsys):
     assert "not attempted yet" in capsys.readouterr().out
 
 
-def good_shift(k, d_model):
-    M = np.zeros((d_model, d_model))
+def good_shift(delta, d_model):
+    R = np.zeros((d_model, d_model))
     for j in range(0, d_model, 2):
-        a = k / 10000 ** (j / d_model)
-        M[j:j + 2, j:j + 2] = [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
-    return M
+        a = delta / 10000 ** (j / d_model)
+        R[j:j + 2, j:j + 2] = [[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
+    return R
 
 
 def test_reference_shift_passes_and_really_shifts(capsys):
@@ -100,10 +120,11 @@ def test_reference_shift_passes_and_really_shifts(capsys):
 
 
 @pytest.mark.parametrize("fn, hint", [
-    (lambda k, d: good_shift(k, d).T, "column vectors"),
-    (lambda k, d: good_shift(-k, d), "PE\\[pos - k\\]"),
-    (lambda k, d: np.kron(np.eye(d // 2), [[np.cos(k), -np.sin(k)], [np.sin(k), np.cos(k)]]), "same angle"),
-    (lambda k, d: np.eye(d), "values differ"),
+    (lambda delta, d: good_shift(delta, d).T, "column vectors"),
+    (lambda delta, d: good_shift(-delta, d), "PE\\[pos - delta\\]"),
+    (lambda delta, d: np.kron(np.eye(d // 2), [[np.cos(delta), -np.sin(delta)], [np.sin(delta), np.cos(delta)]]),
+     "same angle"),
+    (lambda delta, d: np.eye(d), "values differ"),
 ])
 def test_shift_mistakes_get_their_hint(fn, hint):
     with pytest.raises(ExerciseError, match=hint):

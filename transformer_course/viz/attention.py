@@ -1,4 +1,9 @@
-"""Attention heatmaps: rows are queries (what is being computed), columns are keys (what is looked at)."""
+"""Attention heatmaps: rows are queries (what is being computed), columns are keys (what is looked at).
+
+The book's conventions (see its notation page): heads are numbered from 1 in labels, as the paper's
+head_1 .. head_h; a decoder's rows are labelled by the token it writes at that step, its columns by the tokens
+it reads.
+"""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -51,7 +56,8 @@ def plot_attention(weights, key_labels=None, query_labels=None, ax=None, title=N
 
 
 def plot_attention_heads(weights, key_labels=None, query_labels=None, titles=None, ncols=4, size=2.6):
-    """Draw a (H, T_q, T_k) stack of attention maps side by side (one per head); returns the figure."""
+    """Draw a (H, T_q, T_k) stack of attention maps side by side (one per head, titled "head 1" to "head H");
+    returns the figure."""
     weights = to_numpy(weights).astype(np.float64)
     if weights.ndim != 3:
         raise ValueError(f"weights: expected (H, T_q, T_k), got shape {weights.shape}")
@@ -63,7 +69,7 @@ def plot_attention_heads(weights, key_labels=None, query_labels=None, titles=Non
         if h >= n_heads:
             ax.axis("off")
             continue
-        title = titles[h] if titles is not None else f"head {h}"
+        title = titles[h] if titles is not None else f"head {h + 1}"   # heads are numbered from 1
         plot_attention(weights[h], key_labels, query_labels if h % ncols == 0 else None, ax=ax, title=title,
                        colorbar=False)
         if h % ncols:

@@ -27,15 +27,16 @@ def _arrow(ax, start, end, text):
 
 
 def plot_head_split(T: int = 3, D: int = 8, n_heads: int = 2):
-    """One sequence (B = 1) of queries q[t, d] = 10 t + d, split into heads the right way and the wrong way.
+    """One sequence (B = 1) of queries q[p, f] = 10 p + f, split into heads the right way and the wrong way.
 
-    Cell colour = the head a feature belongs to (d // Dh); the two-digit label = (position t, feature d).
+    Cell colour = the head a feature belongs to (f // Dh); the two-digit label = (position p, feature f), both
+    counted from 0 as array indices; heads are labelled from 1, as in the book.
     Top: (T, D) -> reshape (T, H, Dh) -> transpose (H, T, Dh). Bottom: a reshape straight to (H, T, Dh).
     """
     if D % n_heads:
         raise ValueError(f"n_heads: expected a divisor of D={D}, got {n_heads}")
     if T > 10 or D > 10:
-        raise ValueError(f"T, D: the labels 10 t + d need T <= 10 and D <= 10, got T={T}, D={D}")
+        raise ValueError(f"T, D: the labels 10 p + f need T <= 10 and D <= 10, got T={T}, D={D}")
     H, Dh = n_heads, D // n_heads
     q = 10 * np.arange(T)[:, None] + np.arange(D)[None, :]          # (T, D)
     head_of = np.broadcast_to(np.arange(D) // Dh, (T, D))          # (T, D)
@@ -60,7 +61,7 @@ def plot_head_split(T: int = 3, D: int = 8, n_heads: int = 2):
             ha="center", va="bottom", fontsize=9)
     for h in range(H):                                             # (H, T, Dh): one (T, Dh) matrix per head
         _grid(ax, split[h], split_heads[h], x_c, h * (T + gap), Dh)
-        ax.text(x_c + Dh + 0.3, h * (T + gap) + T / 2, f"head {h}", va="center", fontsize=8)
+        ax.text(x_c + Dh + 0.3, h * (T + gap) + T / 2, f"head {h + 1}", va="center", fontsize=8)
     ax.text(x_c + Dh / 2, -0.5, f"(B, H, T, Dh) = (1, {H}, {T}, {Dh})", ha="center", va="bottom", fontsize=9)
     _arrow(ax, (x_a + D + 0.4, top + T / 2), (x_b - 0.4, top + T / 2), "reshape")
     _arrow(ax, (x_b + D + (H - 1) * gap + 0.4, top + T / 2), (x_c - 0.4, top + T / 2), "transpose(1, 2)")
@@ -68,11 +69,11 @@ def plot_head_split(T: int = 3, D: int = 8, n_heads: int = 2):
     _grid(ax, q, head_of, x_a, y_w + top, Dh)
     for h in range(H):
         _grid(ax, wrong[h], wrong_heads[h], x_c, y_w + h * (T + gap), Dh)
-        ax.text(x_c + Dh + 0.3, y_w + h * (T + gap) + T / 2, f"'head {h}'", va="center", fontsize=8,
+        ax.text(x_c + Dh + 0.3, y_w + h * (T + gap) + T / 2, f"'head {h + 1}'", va="center", fontsize=8,
                 color="#b2182b")
     _arrow(ax, (x_a + D + 0.4, y_w + top + T / 2), (x_c - 0.4, y_w + top + T / 2),
            "reshape straight to (B, H, T, Dh): WRONG")
-    ax.text(x_a + D / 2, y_w + top + T + 0.3, "labels: position t, feature d (10 t + d); colour: head of the feature",
+    ax.text(x_a + D / 2, y_w + top + T + 0.3, "labels: position p, feature f (10 p + f); colour: head of the feature",
             ha="center", va="top", fontsize=8, color="0.3")
     ax.set_xlim(-0.5, x_max)
     ax.set_ylim(y_max, y_min)

@@ -35,11 +35,11 @@ def plot_positional_heatmap(pe, ax=None, title=None, colorbar=True):
 
 
 def cosine_similarity_matrix(pe) -> np.ndarray:
-    """(P, P) cosine similarities between the rows of a (P, D) table (a zero row gives similarity 0)."""
+    """(max_len, max_len) cosine similarities between the rows of a (max_len, D) table (a zero row gives 0)."""
     pe = _as_table(pe)
-    norms = np.linalg.norm(pe, axis=1, keepdims=True)   # (P, 1)
-    unit = np.divide(pe, norms, out=np.zeros_like(pe), where=norms > 0)  # (P, D)
-    return unit @ unit.T                                 # (P, P)
+    norms = np.linalg.norm(pe, axis=1, keepdims=True)   # (max_len, 1)
+    unit = np.divide(pe, norms, out=np.zeros_like(pe), where=norms > 0)  # (max_len, D)
+    return unit @ unit.T                                 # (max_len, max_len)
 
 
 def plot_position_similarity(pe, ax=None, title=None, colorbar=True):

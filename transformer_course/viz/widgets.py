@@ -74,7 +74,7 @@ def softmax_scaling_figure(d_k: int = 64, temperature: float = 1.0, scale: bool 
     left.set_ylim(0, 1)
     left.set_xlabel("key")
     left.set_ylabel("attention weight")
-    left.set_title(f"d_k={d_k}, T={temperature:g}, {'divided by √d_k' if scale else 'not scaled'}")
+    left.set_title(f"d_k={d_k}, τ={temperature:g}, {'divided by √d_k' if scale else 'not scaled'}")
     right.semilogx(dims, peak[True], "o-", label="scores / √d_k")
     right.semilogx(dims, peak[False], "s--", label="raw dot products")
     right.axhline(1 / n_keys, color="grey", lw=0.8, ls=":", label="uniform")
@@ -225,25 +225,31 @@ def _translate_with_weights(model, src_vocab, tgt_vocab, sentence: str):
 
 
 def attention_explorer_figure(model, src_vocab, tgt_vocab, sentence: str, kind: str = "decoder_cross",
-                              layer: int = 0, head: int = 0):
-    """The weight map of one head of one layer of the trained model on `sentence`, titled with its output."""
+                              layer: int = 1, head: int = 1):
+    """The weight map of one head of one layer of the trained model on `sentence`, titled with its output.
+
+    Layers and heads are numbered from 1, as on every page of the book. Decoder rows are labelled by the token
+    written at that step; the columns of the decoder's self-attention by the tokens read (<bos> first).
+    """
     kinds = ("encoder", "decoder_self", "decoder_cross")
     if kind not in kinds:
         raise ValueError(f"kind: expected one of {kinds}, got {kind!r}")
     translation, src_tokens, tgt_tokens, weights = _translate_with_weights(model, src_vocab, tgt_vocab, sentence)
     layers = weights[kind]
-    if not 0 <= layer < len(layers):
-        raise ValueError(f"layer: expected a value in [0, {len(layers)}), got {layer}")
-    n_heads = layers[layer].shape[1]
-    if not 0 <= head < n_heads:
-        raise ValueError(f"head: expected a value in [0, {n_heads}), got {head}")
-    matrix = layers[layer][0, head]                                # (Tq, Tk)
-    keys = src_tokens if kind in ("encoder", "decoder_cross") else tgt_tokens
+    if not 1 <= layer <= len(layers):
+        raise ValueError(f"layer: expected a value from 1 to {len(layers)}, got {layer}")
+    n_heads = layers[layer - 1].shape[1]
+    if not 1 <= head <= n_heads:
+        raise ValueError(f"head: expected a value from 1 to {n_heads}, got {head}")
+    matrix = layers[layer - 1][0, head - 1]                        # (Tq, Tk)
+    read = ["<bos>", *tgt_tokens[:-1]]                             # what the decoder reads: shifted right
+    keys = {"encoder": src_tokens, "decoder_cross": src_tokens, "decoder_self": read}[kind]
     queries = src_tokens if kind == "encoder" else tgt_tokens
     fig, ax = plt.subplots(figsize=(0.42 * len(keys) + 3.0, 0.42 * len(queries) + 1.8))
     plot_attention(matrix, keys, queries, ax=ax, title=f"{kind}, layer {layer}, head {head}")
-    if kind != "encoder":  # decoder row t reads the tokens before t and produces token t: label it by that
-        ax.set_ylabel("output token being produced")
+    if kind != "encoder":  # decoder row t reads the tokens before t and writes token t: label it by that
+        ax.set_ylabel("token written")
+        ax.set_xlabel("source token read" if kind == "decoder_cross" else "token read")
     fig.suptitle(f"“{sentence}” → “{translation}”", fontsize=10)
     fig.tight_layout()
     return fig
@@ -261,8 +267,8 @@ def attention_explorer(model=None, src_vocab=None, tgt_vocab=None, sentence: str
     controls = {
         "sentence": widgets.Text(value=sentence, description="source", continuous_update=False),
         "kind": widgets.Dropdown(options=["decoder_cross", "encoder", "decoder_self"], description="attention"),
-        "layer": widgets.IntSlider(value=0, min=0, max=n_layers - 1, description="layer"),
-        "head": widgets.IntSlider(value=0, min=0, max=model.config.n_heads - 1, description="head"),
+        "layer": widgets.IntSlider(value=1, min=1, max=n_layers, description="layer"),
+        "head": widgets.IntSlider(value=1, min=1, max=model.config.n_heads, description="head"),
     }
 
     def draw(sentence, kind, layer, head):

@@ -1,0 +1,237 @@
+"""The chapters' comparisons of variants, repeated over several seeds (too slow to run inside a chapter).
+
+A chapter trains each variant once, with seed 0, to draw its figures; whether one variant really beats
+another needs the spread over seeds. This script reruns each comparison exactly as its chapter sets it up,
+for every seed given, and writes benchmarks/results/<experiment>.json with every seed's figures and their
+mean, standard deviation, minimum and maximum. The chapter prints that file next to its own run.
+
+    python benchmarks/experiments.py attention  --seeds 0 1 2 3 4   # chapter 2: with and without attention
+    python benchmarks/experiments.py positions  --seeds 0 1 2 3 4   # chapter 6: learned vs sinusoidal
+    python benchmarks/experiments.py stability  --seeds 0 1 2 3 4   # chapter 7: post-LN / pre-LN x warm-up
+    python benchmarks/experiments.py all        --seeds 0 1 2 3 4
+
+One torch thread per run (as in the chapters); the wall time of each run is recorded too.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import defaultdict
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from _results import summary, write_results
+from transformer_course import ModelConfig, set_seed
+from transformer_course.data import PAD_ID, copy_task, make_dataloader, pad_sequences, reverse_task
+from transformer_course.torch.bahdanau import BahdanauSeq2Seq
+from transformer_course.torch.decoding import greedy_decode
+from transformer_course.torch.embedding import Embedding
+from transformer_course.torch.encoder import Encoder
+from transformer_course.torch.loss import cross_entropy
+from transformer_course.torch.positional import SinusoidalPositions
+from transformer_course.torch.transformer import Transformer
+
+# ---------------------------------------------------------------------------------------------------------
+# chapter 2: reversing strings with and without attention (the settings of the chapter's training cell)
+# ---------------------------------------------------------------------------------------------------------
+REVERSE = dict(n_train=4000, n_val=0, n_test=1000, min_len=2, max_len=12, seed=0)
+REVERSE_STEPS = 500
+REVERSE_BANDS = {"2-6": (2, 6), "7-9": (7, 9), "10-12": (10, 12)}
+
+
+def _train_seq2seq(model, data, src_vocab, tgt_vocab, steps, seed, batch_size=64, lr=3e-3):
+    loader = make_dataloader(data.train, src_vocab, tgt_vocab, batch_size=batch_size, seed=seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    step, epoch = 0, 0
+    while step < steps:
+        loader.batch_sampler.set_epoch(epoch)
+        epoch += 1
+        for batch in loader:
+            logits, _ = model(batch.src, batch.tgt_in)                      # (B, T, V)
+            loss = cross_entropy(logits, batch.tgt_out, pad_id=PAD_ID)
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+            optimizer.step()
+            step += 1
+            if step == steps:
+                break
+    return model.eval()
+
+
+def attention_run(seed: int) -> dict:
+    """Exact match per length band of the test strings, for both models trained from `seed`."""
+    data = reverse_task(**REVERSE)
+    src_vocab, tgt_vocab = data.build_vocabs()
+    out = {}
+    for name, use_attention in (("without attention", False), ("with attention", True)):
+        set_seed(seed)
+        model = BahdanauSeq2Seq(len(src_vocab), len(tgt_vocab), emb=32, hidden=64, attention=use_attention)
+        _train_seq2seq(model, data, src_vocab, tgt_vocab, REVERSE_STEPS, seed)
+        hits = defaultdict(list)
+        loader = make_dataloader(data.test, src_vocab, tgt_vocab, batch_size=250, shuffle=False)
+        with torch.no_grad():
+            for batch in loader:
+                tokens, _ = model.generate(batch.src, max_len=batch.tgt_out.shape[1] + 5)
+                for row, index in enumerate(batch.index.tolist()):
+                    source, target = data.test[index]
+                    hits[len(source)].append(tgt_vocab.decode(tokens[row].tolist()) == target)
+        out[name] = {band: float(np.mean([h for n, hs in hits.items() if lo <= n <= hi for h in hs]))
+                     for band, (lo, hi) in REVERSE_BANDS.items()}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# chapter 6: copying strings with learned or sinusoidal positions, tested beyond the training lengths
+# ---------------------------------------------------------------------------------------------------------
+TRAIN_MAX = 8
+COPY_STEPS = 1500
+
+
+def positions_run(seed: int) -> dict:
+    """Exact copies of seen and of longer lengths, and the share of letters right at every output position
+    of the strings longer than any training string."""
+    short = copy_task(n_train=4000, n_val=0, n_test=500, min_len=1, max_len=TRAIN_MAX, seed=0)
+    longer = copy_task(n_train=0, n_val=0, n_test=1000, min_len=TRAIN_MAX + 1, max_len=2 * TRAIN_MAX, seed=1)
+    src_vocab, tgt_vocab = short.build_vocabs()
+    out = {}
+    for positional in ("sinusoidal", "learned"):
+        config = ModelConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab), d_model=64, n_heads=4,
+                             d_ff=128, n_encoder_layers=1, n_decoder_layers=1, dropout=0.0, max_len=32,
+                             positional=positional)
+        set_seed(seed)
+        model = Transformer(config)
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98))
+        loader = make_dataloader(short.train, src_vocab, tgt_vocab, batch_size=64, seed=seed)
+        step, epoch = 0, 0
+        while step < COPY_STEPS:
+            loader.batch_sampler.set_epoch(epoch)
+            for batch in loader:
+                for group in optimizer.param_groups:                     # linear warm-up, then constant
+                    group["lr"] = 3e-3 * min(1.0, (step + 1) / 100)
+                loss = cross_entropy(model(batch.src, batch.tgt_in, batch.src_mask), batch.tgt_out, pad_id=0)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                step += 1
+                if step == COPY_STEPS:
+                    break
+            epoch += 1
+        model.eval()
+        pairs = short.test + longer.test
+        src = torch.from_numpy(pad_sequences([src_vocab.encode(s) for s, _ in pairs]))   # (N, S)
+        with torch.no_grad():
+            predictions = [tgt_vocab.decode(row.tolist()) for row in greedy_decode(model, src, max_len=31)]
+        exact = np.array([p == t for p, (_, t) in zip(predictions, pairs)])
+        lengths = np.array([len(t) for _, t in pairs])
+        hits, totals = np.zeros(2 * TRAIN_MAX), np.zeros(2 * TRAIN_MAX)
+        for p, (_, t) in zip(predictions, pairs):
+            if len(t) > TRAIN_MAX:
+                for position, letter in enumerate(t):
+                    totals[position] += 1
+                    hits[position] += position < len(p) and p[position] == letter
+        letters = hits / np.maximum(totals, 1)
+        out[positional] = {"exact_seen": float(exact[lengths <= TRAIN_MAX].mean()),
+                           "exact_longer": float(exact[lengths > TRAIN_MAX].mean()),
+                           "letters_pos9": float(letters[TRAIN_MAX]), "letters_pos10": float(letters[TRAIN_MAX + 1]),
+                           "letters_pos11_16": float(letters[TRAIN_MAX + 2:].mean()),
+                           "letters_by_position": [float(a) for a in letters]}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# chapter 7: a six-layer encoder sorting tokens, post-LN or pre-LN, with or without warm-up
+# ---------------------------------------------------------------------------------------------------------
+V_SORT, S_SORT = 16, 10
+
+
+class Tagger(nn.Module):
+    """Embedding + positions -> Encoder -> one prediction per position (chapter 7's tagger)."""
+
+    def __init__(self, n_layers, d_model, norm_first):
+        super().__init__()
+        self.embed = Embedding(V_SORT, d_model)
+        self.positions = SinusoidalPositions(d_model, max_len=64)
+        self.encoder = Encoder(n_layers, d_model, n_heads=4, d_ff=4 * d_model, norm_first=norm_first)
+        self.out = nn.Linear(d_model, V_SORT)
+
+    def forward(self, tokens):
+        h, _ = self.encoder(self.positions(self.embed(tokens)))      # (B, S, D)
+        return self.out(h)                                           # (B, S, V)
+
+
+def stability_run(seed: int, steps: int = 100, peak_lr: float = 1e-2) -> dict:
+    """Loss curve and mean loss of the last 10 of 100 steps for each variant (the same batches for all four)."""
+    out = {}
+    for name, norm_first in (("post-LN", False), ("pre-LN", True)):
+        for warmup in (0, 50):
+            set_seed(seed)
+            model = Tagger(6, 32, norm_first)
+            opt = torch.optim.Adam(model.parameters(), lr=peak_lr, betas=(0.9, 0.98), eps=1e-9)
+            ramp = (lambda s, w=warmup: min(1.0, (s + 1) / w)) if warmup else (lambda s: 1.0)
+            schedule = torch.optim.lr_scheduler.LambdaLR(opt, ramp)
+            data = torch.Generator().manual_seed(seed + 1)
+            losses = []
+            for _ in range(steps):
+                x = torch.randint(4, V_SORT, (64, S_SORT), generator=data)          # (B, S)
+                y = x.sort(dim=1).values                                             # (B, S)
+                loss = F.cross_entropy(model(x).reshape(-1, V_SORT), y.reshape(-1))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                schedule.step()
+                losses.append(loss.item())
+            out[f"{name}, {'warm-up 50' if warmup else 'no warm-up'}"] = {"last10": float(np.mean(losses[-10:])),
+                                                                           "curve": losses}
+    return out
+
+
+EXPERIMENTS = {"attention": attention_run, "positions": positions_run, "stability": stability_run}
+
+
+def _summarise(per_seed: dict[int, dict]) -> dict:
+    """Nested dicts of per-seed numbers -> the same nesting with a summary (mean, std, min, max) per number;
+    a list (a curve) becomes a summary per entry."""
+    first = next(iter(per_seed.values()))
+    out = {}
+    for key, value in first.items():
+        values = [r[key] for r in per_seed.values()]
+        if isinstance(value, dict):
+            out[key] = _summarise({s: r[key] for s, r in per_seed.items()})
+        elif isinstance(value, list):
+            out[key] = [summary(list(column)) for column in zip(*values)]
+        else:
+            out[key] = summary(values)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("experiment", choices=[*EXPERIMENTS, "all"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="at least 3 (default 0-4)")
+    args = parser.parse_args(argv)
+    if len(set(args.seeds)) < 3:
+        parser.error(f"--seeds: a ranking needs at least 3 seeds, got {args.seeds}")
+    torch.set_num_threads(1)
+    names = list(EXPERIMENTS) if args.experiment == "all" else [args.experiment]
+    for name in names:
+        per_seed, seconds = {}, {}
+        for seed in args.seeds:
+            start = time.perf_counter()
+            per_seed[seed] = EXPERIMENTS[name](seed)
+            seconds[seed] = time.perf_counter() - start
+            print(f"{name} seed {seed}: {per_seed[seed]} ({seconds[seed]:.0f} s)", flush=True)
+        path = write_results(name, "experiments.py", [name, "--seeds", *map(str, args.seeds)],
+                             {"seeds": args.seeds, "per_seed": {str(s): r for s, r in per_seed.items()},
+                              "summary": _summarise(per_seed), "seconds_per_seed": seconds})
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""display.glue hands numbers to the prose without myst-nb being required; load_results finds the committed
+results files of benchmarks/ and says None where there is no repository (Colab)."""
+from __future__ import annotations
+
+import builtins
+import json
+from pathlib import Path
+
+import pytest
+
+from transformer_course.display import glue, load_results, results_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_glue_without_myst_nb_does_nothing_and_returns_none(monkeypatch):
+    real_import = builtins.__import__
+
+    def no_myst_nb(name, *args, **kwargs):
+        if name.startswith("myst_nb"):
+            raise ImportError("myst_nb is not installed here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_myst_nb)
+    assert glue("accuracy", 0.933) is None
+
+
+def test_glue_with_myst_nb_stores_the_value_under_its_name(monkeypatch):
+    stored = {}
+    import myst_nb
+
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display: stored.update({name: (value, display)}))
+    assert glue("final_loss", 0.1070) is None
+    assert stored == {"final_loss": (0.1070, False)}
+
+
+@pytest.mark.parametrize("name", ["", "two words", "a.b", 3])
+def test_glue_refuses_names_the_prose_could_not_reference(name):
+    with pytest.raises(ValueError, match="name"):
+        glue(name, 1.0)
+
+
+def test_load_results_reads_the_repository_file_from_any_folder_below_it(tmp_path):
+    folder = tmp_path / "benchmarks" / "results"
+    folder.mkdir(parents=True)
+    (folder / "demo.json").write_text(json.dumps({"seeds": [0, 1, 2]}))
+    deep = tmp_path / "book" / "sub"
+    deep.mkdir(parents=True)
+    assert results_dir(deep) == folder
+    assert load_results("demo", start=deep) == {"seeds": [0, 1, 2]}
+    assert load_results("missing", start=deep) is None
+
+
+def test_load_results_is_none_outside_a_repository(tmp_path):
+    assert results_dir(tmp_path) is None and load_results("ablations", start=tmp_path) is None
+
+
+def test_the_committed_results_files_record_how_they_were_made():
+    """Every results file the chapters print names its command, date and machine, and has >= 3 seeds."""
+    files = sorted((ROOT / "benchmarks" / "results").glob("*.json"))
+    assert files, "no committed results files"
+    for path in files:
+        data = json.loads(path.read_text())
+        assert data["command"].startswith("python benchmarks/") and data["date"] and data["machine"]["cpu"], path
+        if "seeds" in data:
+            assert len(set(data["seeds"])) >= 3, path
