@@ -72,7 +72,7 @@ def linear_backward(dout: np.ndarray, cache: tuple) -> tuple[np.ndarray, np.ndar
     x, W, has_bias = cache
     d_in, d_out = W.shape
     dx = dout @ W.T                                      # (..., out) @ (out, in) -> (..., in)
-    dW = x.reshape(-1, d_in).T @ dout.reshape(-1, d_out)  # (in, N) @ (N, out) -> (in, out)
+    dW = x.reshape(-1, d_in).T @ dout.reshape(-1, d_out)  # (in, B*T) @ (B*T, out) -> (in, out)
     db = dout.reshape(-1, d_out).sum(axis=0) if has_bias else None  # (out,)
     return dx, dW, db
 

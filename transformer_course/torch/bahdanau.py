@@ -33,7 +33,7 @@ class BahdanauEncoder(nn.GRU):
         super().__init__(input_size, hidden_size, batch_first=True, bidirectional=True)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """x (B, S, in), mask (B, S) True at real tokens -> annotations (B, S, 2h), zero at padding."""
+        """x (B, S, in), mask (B, S) True at real tokens -> annotations (B, S, 2D), zero at padding."""
         if x.dim() != 3:
             raise ValueError(f"x: expected shape (B, S, input_size), got {tuple(x.shape)}")
         B, S, _ = x.shape
@@ -47,7 +47,7 @@ class BahdanauEncoder(nn.GRU):
             raise ValueError("mask: expected at least one real position in every sequence, got an empty one")
         packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
         out, _ = super().forward(packed)
-        annotations, _ = pad_packed_sequence(out, batch_first=True, total_length=S)  # (B, S, 2h)
+        annotations, _ = pad_packed_sequence(out, batch_first=True, total_length=S)  # (B, S, 2D)
         return annotations
 
 
@@ -57,7 +57,7 @@ class BahdanauDecoderStep(nn.Module):
         e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j);  alpha_i = softmax(e_i);  c_i = sum_j alpha_ij h_j;
         s_i = GRU([E y_{i-1}; c_i], s_{i-1})
 
-    W_a (h, A), U_a (2h, A) Xavier uniform, v_a (A,) ~ N(0, 1/A) (the NumPy twin's `init_additive_scores`).
+    W_a (D, A), U_a (2D, A) Xavier uniform, v_a (A,) ~ N(0, 1/A) (the NumPy twin's `init_additive_scores`).
     """
 
     def __init__(self, emb: int, hidden: int, annotation_size: int, attn_size: int | None = None):
@@ -73,17 +73,17 @@ class BahdanauDecoderStep(nn.Module):
 
     def forward(self, y_prev: torch.Tensor, s_prev: torch.Tensor, annotations: torch.Tensor,
                 mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """y_prev = E y_{i-1} (B, emb), s_prev = s_{i-1} (B, h), annotations h_j (B, S, 2h), mask (B, S)
-        -> (s_i (B, h), context c_i (B, 2h), weights alpha_ij (B, S))."""
+        """y_prev = E y_{i-1} (B, emb), s_prev = s_{i-1} (B, D), annotations h_j (B, S, 2D), mask (B, S)
+        -> (s_i (B, D), context c_i (B, 2D), weights alpha_ij (B, S))."""
         scores = additive_scores(s_prev[:, None, :], annotations, self.W_a, self.U_a, self.v_a)  # (B, 1, S)
         weights = masked_softmax(scores[:, 0], mask)     # (B, S)
-        context = (weights[:, None, :] @ annotations)[:, 0]  # (B, 1, S) @ (B, S, 2h) -> (B, 2h)
-        cell_in = torch.cat([y_prev, context], dim=-1)   # (B, emb + 2h)
-        s_new = self.cell(cell_in, s_prev)               # (B, h)
+        context = (weights[:, None, :] @ annotations)[:, 0]  # (B, 1, S) @ (B, S, 2D) -> (B, 2D)
+        cell_in = torch.cat([y_prev, context], dim=-1)   # (B, emb + 2D)
+        s_new = self.cell(cell_in, s_prev)               # (B, D)
         return s_new, context, weights
 
     def project_keys(self, annotations: torch.Tensor) -> torch.Tensor:
-        """U_a h_j for every annotation (B, S, 2h) -> (B, S, A): the same at every step, so computed once per
+        """U_a h_j for every annotation (B, S, 2D) -> (B, S, A): the same at every step, so computed once per
         source (Bahdanau et al., appendix A.1.2)."""
         return annotations @ self.U_a                    # (B, S, A)
 
@@ -93,8 +93,8 @@ class BahdanauDecoderStep(nn.Module):
         """The fast path of `forward` that training and generation run: keys = project_keys(annotations)."""
         scores = torch.tanh((s_prev @ self.W_a)[:, None, :] + keys) @ self.v_a  # (B, S, A) -> (B, S)
         weights = masked_softmax(scores, mask)           # (B, S)
-        context = (weights[:, None, :] @ annotations)[:, 0]  # (B, 2h)
-        s_new = self.cell(torch.cat([y_prev, context], dim=-1), s_prev)  # (B, h)
+        context = (weights[:, None, :] @ annotations)[:, 0]  # (B, 2D)
+        s_new = self.cell(torch.cat([y_prev, context], dim=-1), s_prev)  # (B, D)
         return s_new, context, weights
 
 
@@ -127,34 +127,34 @@ class BahdanauSeq2Seq(nn.Module):
 
     # ------------------------------------------------------------------ encoder
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """src (B, S) -> (annotations (B, S, 2h), fixed context (B, 2h), s_0 (B, h), mask (B, S))."""
+        """src (B, S) -> (annotations (B, S, 2D), fixed context (B, 2D), s_0 (B, D), mask (B, S))."""
         check_tokens(src, self.src_vocab, "src")
         mask = src != self.pad_id                        # (B, S)
         x = self.src_embedding(src)                      # (B, S) -> (B, S, E)
-        annotations = self.encoder(x, mask)              # (B, S, 2h) = [->h_j; <-h_j]
+        annotations = self.encoder(x, mask)              # (B, S, 2D) = [->h_j; <-h_j]
         last = mask.sum(1) - 1                           # (B,): each source's last real position
-        forward_final = annotations[torch.arange(src.shape[0]), last, :self.hidden]  # (B, h): ->h_S
-        context = torch.cat([forward_final, annotations[:, 0, self.hidden:]], dim=-1)  # (B, 2h): [->h_S; <-h_1]
+        forward_final = annotations[torch.arange(src.shape[0]), last, :self.hidden]  # (B, D): ->h_S
+        context = torch.cat([forward_final, annotations[:, 0, self.hidden:]], dim=-1)  # (B, 2D): [->h_S; <-h_1]
         if self.attention:
-            s0 = torch.tanh(self.W_s(annotations[:, 0, self.hidden:]))  # (B, h): <-h_1 read the whole source
+            s0 = torch.tanh(self.W_s(annotations[:, 0, self.hidden:]))  # (B, D): <-h_1 read the whole source
         else:
-            s0 = torch.tanh(self.W_s(context))           # (B, h)
+            s0 = torch.tanh(self.W_s(context))           # (B, D)
         return annotations, context, s0, mask
 
     # ------------------------------------------------------------------ one decoder step
     def decode_step(self, y_prev: torch.Tensor, s_prev: torch.Tensor, annotations: torch.Tensor,
                     keys: torch.Tensor | None, context: torch.Tensor, mask: torch.Tensor
                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """y_prev (B,), s_prev (B, h) -> (logits (B, V), s (B, h), weights (B, S) or None).
+        """y_prev (B,), s_prev (B, D) -> (logits (B, V), s (B, D), weights (B, S) or None).
 
         keys = decoder.project_keys(annotations), computed once per source (None without attention).
         """
         e = self.tgt_embedding(y_prev)                   # (B,) -> (B, E)
         if self.attention:
-            s, c, weights = self.decoder.forward_cached(e, s_prev, annotations, keys, mask)  # (B, h), (B, 2h), (B, S)
+            s, c, weights = self.decoder.forward_cached(e, s_prev, annotations, keys, mask)  # (B, D), (B, 2D), (B, S)
         else:
             s, c, weights = self.decoder(torch.cat([e, context], dim=-1), s_prev), context, None  # the same c
-        logits = self.W_out(torch.cat([s, c, e], dim=-1))  # (B, h + 2h + E) -> (B, V)
+        logits = self.W_out(torch.cat([s, c, e], dim=-1))  # (B, D + 2D + E) -> (B, V)
         return logits, s, weights
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -162,7 +162,7 @@ class BahdanauSeq2Seq(nn.Module):
         check_tokens(tgt_in, self.tgt_vocab, "tgt_in")
         if tgt_in.shape[0] != src.shape[0]:
             raise ValueError(f"tgt_in: expected batch size {src.shape[0]} (as src), got {tgt_in.shape[0]}")
-        annotations, context, s, mask = self.encode(src)  # (B, S, 2h), (B, 2h), (B, h), (B, S)
+        annotations, context, s, mask = self.encode(src)  # (B, S, 2D), (B, 2D), (B, D), (B, S)
         keys = self.decoder.project_keys(annotations) if self.attention else None  # (B, S, A)
         all_logits, all_weights = [], []
         for t in range(tgt_in.shape[1]):

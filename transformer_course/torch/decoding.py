@@ -22,7 +22,8 @@ __all__ = ["length_penalty", "greedy_decode", "beam_search"]
 
 
 def length_penalty(length: int, alpha: float) -> float:
-    """GNMT's lp(Y) = ((5 + |Y|) / 6)^alpha (Wu et al. 2016); scores are log P(Y) / lp(Y)."""
+    """GNMT's lp(Y) = ((5 + |Y|) / 6)^alpha (Wu et al. 2016; alpha is the book's lambda); scores are
+    log P(Y) / lp(Y)."""
     return ((5.0 + length) / 6.0) ** alpha
 
 
@@ -69,16 +70,17 @@ def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6
                 use_cache: bool = True, return_scores: bool = False):
     """Batched beam search with GNMT's length penalty: src (B, S) -> tokens (B, L) [, scores (B,)].
 
-    Each step expands the K alive hypotheses of every source by every token and keeps the 2K best by log
-    probability: those ending in EOS among the top K finish (score log P / lp); the K best others stay alive.
-    A source is done when it has K finished hypotheses and its best alive one scores no better than its worst
-    finished one (the usual heuristic; with beam_size=1 this is exactly greedy decoding). At max_len the alive
-    hypotheses of unfinished sources compete too. The first step decodes one BOS per source, then the caches
-    (cross-attention keys/values included) are copied to the K beams.
+    Each step expands the n_beam alive hypotheses of every source (n_beam = beam_size, the book's beam width) by
+    every token and keeps the 2 n_beam best by log probability: those ending in EOS among the top n_beam finish
+    (score log P / lp); the n_beam best others stay alive. A source is done when it has n_beam finished
+    hypotheses and its best alive one scores no better than its worst finished one (the usual heuristic; with
+    beam_size=1 this is exactly greedy decoding). At max_len the alive hypotheses of unfinished sources compete
+    too. The first step decodes one BOS per source, then the caches (cross-attention keys/values included) are
+    copied to the n_beam beams. `alpha` is the length penalty's exponent (the book's lambda).
     """
     max_len = _check_decoding_inputs(model, src, max_len, bos_id, eos_id)
     V = model.config.tgt_vocab_size
-    K = check_int("beam_size", beam_size, 1, V, f" (at most the target vocabulary size {V})")
+    n_beam = check_int("beam_size", beam_size, 1, V, f" (at most the target vocabulary size {V})")
     if alpha < 0:
         raise ValueError(f"alpha: expected alpha >= 0, got {alpha!r}")
     if src_mask is None:
@@ -90,61 +92,63 @@ def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6
         neg_inf = float("-inf")
         memory = model.encode(src, src_mask)                 # (B, S, D)
         cache = model.new_cache() if use_cache else None
-        alive_seq = torch.empty(B, 1, 0, dtype=torch.long, device=device)   # (B, K_cur = 1, t = 0)
-        alive_logp = torch.zeros(B, 1, device=device)                       # (B, K_cur)
-        fin_seq = torch.full((B, K, 0), pad_id, dtype=torch.long, device=device)  # (B, K, t)
-        fin_score = torch.full((B, K), neg_inf, device=device)              # (B, K)
-        fin_len = torch.zeros(B, K, dtype=torch.long, device=device)        # (B, K)
+        alive_seq = torch.empty(B, 1, 0, dtype=torch.long, device=device)   # (B, n_alive = 1, t = 0)
+        alive_logp = torch.zeros(B, 1, device=device)                       # (B, n_alive)
+        fin_seq = torch.full((B, n_beam, 0), pad_id, dtype=torch.long, device=device)  # (B, n_beam, t)
+        fin_score = torch.full((B, n_beam), neg_inf, device=device)              # (B, n_beam)
+        fin_len = torch.zeros(B, n_beam, dtype=torch.long, device=device)        # (B, n_beam)
         done = torch.zeros(B, dtype=torch.bool, device=device)              # (B,)
         batch_base = torch.arange(B, device=device)[:, None]                # (B, 1)
         for t in range(max_len):
-            K_cur = alive_seq.shape[1]
+            n_alive = alive_seq.shape[1]
             if cache is not None:
-                last = alive_seq[:, :, -1:] if t > 0 else torch.full((B, 1, 1), bos_id, device=device)  # (B, K_cur, 1)
-                logits = model.decode_cached(last.reshape(B * K_cur, 1), memory, cache, src_mask)  # (B*K_cur, 1, V)
+                # (B, n_alive, 1): the newest token of every alive hypothesis (BOS at the first step)
+                last = alive_seq[:, :, -1:] if t > 0 else torch.full((B, 1, 1), bos_id, device=device)
+                logits = model.decode_cached(last.reshape(B * n_alive, 1), memory, cache, src_mask)  # (B*n_alive, 1, V)
             else:
-                bos = torch.full((B, K_cur, 1), bos_id, dtype=torch.long, device=device)          # (B, K_cur, 1)
-                prefix = torch.cat([bos, alive_seq], dim=2).reshape(B * K_cur, t + 1)           # (B*K_cur, t + 1)
-                logits = model.decode(prefix, memory, src_mask)                                  # (B*K_cur, t + 1, V)
-            logp = torch.log_softmax(logits[:, -1].float(), dim=-1).view(B, K_cur, V)  # (B, K_cur, V)
-            cand = (alive_logp[:, :, None] + logp).view(B, K_cur * V)                   # (B, K_cur * V)
-            top_logp, top_idx = cand.topk(min(2 * K, K_cur * V), dim=-1)                # (B, 2K)
-            beam_idx = top_idx // V                                                     # (B, 2K): which parent
-            token = top_idx % V                                                         # (B, 2K): which token
+                bos = torch.full((B, n_alive, 1), bos_id, dtype=torch.long, device=device)          # (B, n_alive, 1)
+                prefix = torch.cat([bos, alive_seq], dim=2).reshape(B * n_alive, t + 1)           # (B*n_alive, t + 1)
+                logits = model.decode(prefix, memory, src_mask)                                  # (B*n_alive, t + 1, V)
+            logp = torch.log_softmax(logits[:, -1].float(), dim=-1).view(B, n_alive, V)  # (B, n_alive, V)
+            cand = (alive_logp[:, :, None] + logp).view(B, n_alive * V)                   # (B, n_alive * V)
+            top_logp, top_idx = cand.topk(min(2 * n_beam, n_alive * V), dim=-1)                # (B, 2*n_beam)
+            beam_idx = top_idx // V                                                     # (B, 2*n_beam): which parent
+            token = top_idx % V                                                         # (B, 2*n_beam): which token
             cand_seq = torch.cat([alive_seq.gather(1, beam_idx[:, :, None].expand(-1, -1, t)),
-                                  token[:, :, None]], dim=2)                            # (B, 2K, t + 1)
-            is_eos = token == eos_id                                                    # (B, 2K)
-            # 1. hypotheses that end here: EOS among the K best candidates, for sources not yet done
-            rank = torch.arange(top_idx.shape[1], device=device)                        # (2K,)
-            ends = is_eos & (rank < K) & ~done[:, None]                                 # (B, 2K)
-            new_score = torch.where(ends, top_logp / length_penalty(t + 1, alpha), neg_inf)  # (B, 2K)
-            fin_seq = torch.cat([fin_seq, torch.full((B, K, 1), pad_id, dtype=torch.long, device=device)], 2)
-            pool_seq = torch.cat([fin_seq, cand_seq], dim=1)                            # (B, 3K, t + 1)
-            pool_score = torch.cat([fin_score, new_score], dim=1)                       # (B, 3K)
-            pool_len = torch.cat([fin_len, torch.full_like(new_score, t + 1, dtype=torch.long)], 1)  # (B, 3K)
-            fin_score, keep = pool_score.topk(K, dim=-1)                                # (B, K)
-            fin_seq = pool_seq.gather(1, keep[:, :, None].expand(-1, -1, t + 1))        # (B, K, t + 1)
-            fin_len = pool_len.gather(1, keep)                                          # (B, K)
-            # 2. hypotheses that go on: the K best not ending in EOS
-            alive_logp, pick = torch.where(is_eos, neg_inf, top_logp).topk(K, dim=-1)   # (B, K)
-            alive_seq = cand_seq.gather(1, pick[:, :, None].expand(-1, -1, t + 1))      # (B, K, t + 1)
-            parent = (batch_base * K_cur + beam_idx.gather(1, pick)).view(B * K)        # (B*K,): rows to keep
-            if t == 0:                                       # one row per source -> K rows: copy the source side
-                memory = memory.index_select(0, parent)      # (B*K, S, D)
-                src_mask = src_mask.index_select(0, parent)  # (B*K, 1, S)
+                                  token[:, :, None]], dim=2)                            # (B, 2*n_beam, t + 1)
+            is_eos = token == eos_id                                                    # (B, 2*n_beam)
+            # 1. hypotheses that end here: EOS among the n_beam best candidates, for sources not yet done
+            rank = torch.arange(top_idx.shape[1], device=device)                        # (2*n_beam,)
+            ends = is_eos & (rank < n_beam) & ~done[:, None]                                 # (B, 2*n_beam)
+            new_score = torch.where(ends, top_logp / length_penalty(t + 1, alpha), neg_inf)  # (B, 2*n_beam)
+            fin_seq = torch.cat([fin_seq, torch.full((B, n_beam, 1), pad_id, dtype=torch.long, device=device)], 2)
+            pool_seq = torch.cat([fin_seq, cand_seq], dim=1)                            # (B, 3*n_beam, t + 1)
+            pool_score = torch.cat([fin_score, new_score], dim=1)                       # (B, 3*n_beam)
+            pool_len = torch.cat([fin_len, torch.full_like(new_score, t + 1, dtype=torch.long)], 1)  # (B, 3*n_beam)
+            fin_score, keep = pool_score.topk(n_beam, dim=-1)                                # (B, n_beam)
+            fin_seq = pool_seq.gather(1, keep[:, :, None].expand(-1, -1, t + 1))        # (B, n_beam, t + 1)
+            fin_len = pool_len.gather(1, keep)                                          # (B, n_beam)
+            # 2. hypotheses that go on: the n_beam best not ending in EOS
+            alive_logp, pick = torch.where(is_eos, neg_inf, top_logp).topk(n_beam, dim=-1)   # (B, n_beam)
+            alive_seq = cand_seq.gather(1, pick[:, :, None].expand(-1, -1, t + 1))      # (B, n_beam, t + 1)
+            # (B*n_beam,): the rows of the flattened caches that the surviving hypotheses continue
+            parent = (batch_base * n_alive + beam_idx.gather(1, pick)).view(B * n_beam)
+            if t == 0:                                       # one row per source -> n_beam rows: copy the source side
+                memory = memory.index_select(0, parent)      # (B*n_beam, S, D)
+                src_mask = src_mask.index_select(0, parent)  # (B*n_beam, 1, S)
             if cache is not None:
                 cache.reorder(parent, include_static=(t == 0))
-            # 3. a source is done when no alive hypothesis can beat its K finished ones (by the current score)
+            # 3. a source is done when no alive hypothesis can beat its n_beam finished ones (by the current score)
             best_alive = alive_logp[:, 0] / length_penalty(t + 1, alpha)                # (B,)
             done |= (fin_score[:, -1] > neg_inf) & (best_alive <= fin_score[:, -1])
             if bool(done.all()):
                 break
         # sources still open at max_len: their alive hypotheses compete with the finished ones
         L = alive_seq.shape[2]
-        open_score = torch.where(done[:, None], neg_inf, alive_logp / length_penalty(L, alpha))  # (B, K)
-        pool_score = torch.cat([fin_score, open_score], dim=1)                                   # (B, 2K)
-        pool_seq = torch.cat([fin_seq, alive_seq], dim=1)                                        # (B, 2K, L)
-        pool_len = torch.cat([fin_len, torch.full_like(fin_len, L)], dim=1)                      # (B, 2K)
+        open_score = torch.where(done[:, None], neg_inf, alive_logp / length_penalty(L, alpha))  # (B, n_beam)
+        pool_score = torch.cat([fin_score, open_score], dim=1)                                   # (B, 2*n_beam)
+        pool_seq = torch.cat([fin_seq, alive_seq], dim=1)                                        # (B, 2*n_beam, L)
+        pool_len = torch.cat([fin_len, torch.full_like(fin_len, L)], dim=1)                      # (B, 2*n_beam)
         best_score, best = pool_score.max(dim=-1)                                                # (B,)
         tokens = pool_seq[torch.arange(B, device=device), best]                                  # (B, L)
         tokens = tokens[:, : int(pool_len[torch.arange(B, device=device), best].max())]          # (B, L')

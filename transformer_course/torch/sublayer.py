@@ -22,8 +22,9 @@ def residual(x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor], 
     """`sublayer(h) -> out` is the wrapped sublayer, `norm` its LayerNorm, `dropout` the probability of
     dropping an entry of its output while training. Returns out (B, T, D).
 
-    Pre-LN (Xiong et al. 2020) keeps an un-normalised residual path, which trains without warm-up; the stack
-    then needs a final LayerNorm (Encoder / Decoder add it).
+    Pre-LN (tensor2tensor; Baevski & Auli 2018; Wang et al. 2019; GPT-2; analysed by Xiong et al. 2020) keeps
+    an un-normalised residual path, which trains without warm-up; the stack then needs a final LayerNorm
+    (Encoder / Decoder add it).
     """
     if norm_first:
         h = norm(x)                                      # (B, T, D)
