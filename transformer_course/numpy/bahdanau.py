@@ -148,7 +148,7 @@ def init_bahdanau_decoder_step(rng: np.random.Generator, emb: int, hidden: int, 
 def bahdanau_decoder_step_forward(y_prev: np.ndarray, s_prev: np.ndarray, annotations: np.ndarray, params: dict,
                                   mask: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """One step i of Bahdanau's decoder: y_prev = E y_{i-1} (B, emb), s_prev = s_{i-1} (B, D), annotations
-    h_j (B, S, 2h), mask (B, S) -> (s_i (B, h), cache) with cache["weights"] alpha_ij (B, S), cache["context"] c_i.
+    h_j (B, S, 2D), mask (B, S) -> (s_i (B, D), cache) with cache["weights"] alpha_ij (B, S), cache["context"] c_i.
 
         e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j);  alpha_i = softmax(e_i);  c_i = sum_j alpha_ij h_j;
         s_i = GRU([E y_{i-1}; c_i], s_{i-1})
