@@ -16,19 +16,9 @@ __all__ = ["sinusoidal_encoding", "sinusoidal_positions_forward", "sinusoidal_po
 
 @functools.lru_cache(maxsize=16)
 def _sinusoidal_table(max_len: int, d_model: int, dtype_name: str) -> np.ndarray:
-    table = _sinusoids(max_len, d_model).astype(dtype_name)  # (max_len, D)
+    table = sinusoidal_encoding(max_len, d_model, dtype_name)  # (max_len, D)
     table.flags.writeable = False                        # shared between calls: nobody may modify it
     return table
-
-
-def _sinusoids(max_len: int, d_model: int) -> np.ndarray:
-    pos = np.arange(max_len, dtype=np.float64)[:, None]  # (max_len, 1)
-    two_i = np.arange(0, d_model, 2, dtype=np.float64)   # (ceil(D / 2),): the even column indices 2i
-    angle = pos / np.power(10000.0, two_i / d_model)     # (max_len, ceil(D / 2))
-    pe = np.zeros((max_len, d_model), dtype=np.float64)  # (max_len, D)
-    pe[:, 0::2] = np.sin(angle)                          # even columns
-    pe[:, 1::2] = np.cos(angle[:, : d_model // 2])       # odd columns
-    return pe
 
 
 def sinusoidal_encoding(max_len: int, d_model: int, dtype=np.float32) -> np.ndarray:
@@ -39,7 +29,13 @@ def sinusoidal_encoding(max_len: int, d_model: int, dtype=np.float32) -> np.ndar
     if not isinstance(max_len, (int, np.integer)) or not isinstance(d_model, (int, np.integer)) \
             or max_len <= 0 or d_model <= 0:
         raise ValueError(f"max_len, d_model: expected positive ints, got {max_len!r}, {d_model!r}")
-    return _sinusoids(int(max_len), int(d_model)).astype(dtype)  # (max_len, D)
+    pos = np.arange(max_len, dtype=np.float64)[:, None]  # (max_len, 1)
+    two_i = np.arange(0, d_model, 2, dtype=np.float64)   # (ceil(D / 2),): the even column indices 2i
+    angle = pos / np.power(10000.0, two_i / d_model)     # (max_len, ceil(D / 2))
+    pe = np.zeros((max_len, d_model), dtype=np.float64)  # (max_len, D)
+    pe[:, 0::2] = np.sin(angle)                          # even columns
+    pe[:, 1::2] = np.cos(angle[:, : d_model // 2])       # odd columns
+    return pe.astype(dtype)                              # (max_len, D)
 
 
 def _check_length(x: np.ndarray, offset: int, max_len: int) -> None:
