@@ -3,7 +3,7 @@
     python benchmarks/bench_train.py                          # the whole matrix (about 20 minutes, 2 threads)
     python benchmarks/bench_train.py --pairs en-fr en-de --ranges 9999
     python benchmarks/bench_train.py --extra "--max-steps 3000"   # any other `train` flags, for tuning
-    python benchmarks/bench_train.py --results benchmarks/results/train_matrix.json
+    python benchmarks/bench_train.py --save                   # also write benchmarks/results/train_matrix.json
 
 Each cell of the matrix is one `transformer-course train --task numbers --src-lang A --tgt-lang B
 --max-number N --threads T --no-progress --out DIR` in a fresh process, with no tuning flag: the defaults are
@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _results import write_results
 
 PAIRS_9999 = ["en-fr", "fr-en", "en-de", "de-en", "en-es", "es-en", "en-digits", "digits-en"]
 PAIRS_99999 = ["en-fr", "en-de"]
@@ -70,7 +72,8 @@ def main(argv=None) -> int:
     parser.add_argument("--ranges", nargs="+", type=int, default=None, help="max numbers (default: 9999 99999)")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default: 2)")
     parser.add_argument("--extra", default="", help="more `train` flags, quoted (tuning only: not the defaults)")
-    parser.add_argument("--results", type=Path, default=None, help="write the rows as JSON here")
+    parser.add_argument("--save", action="store_true",
+                        help="write the rows, the command and the machine to benchmarks/results/train_matrix.json")
     args = parser.parse_args(argv)
 
     cells = []
@@ -93,10 +96,11 @@ def main(argv=None) -> int:
     print(f"\n{platform.processor() or platform.machine()}, torch {torch.__version__}, {args.threads} threads"
           + (f", extra flags: {args.extra}" if args.extra else ", default recipe"))
     print(table(rows))
-    if args.results:
-        args.results.parent.mkdir(parents=True, exist_ok=True)
-        args.results.write_text(json.dumps({"threads": args.threads, "extra": args.extra, "torch": torch.__version__,
-                                            "rows": rows}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    if args.save:
+        torch.set_num_threads(args.threads)   # the machine record names the cells' thread count
+        path = write_results("train_matrix", "bench_train.py", argv,
+                             {"threads": args.threads, "extra": args.extra, "rows": rows})
+        print(f"wrote {path}")
     return 0
 
 

@@ -297,6 +297,7 @@ def test_the_contract_test_sees_both_packages(side):
 # ---------------------------------------------------------------- show_diff on the twins
 
 def test_show_diff_puts_each_step_of_the_twins_on_one_row():
+    pytest.importorskip("torch")
     from transformer_course.display import show_diff
     from transformer_course.numpy.attention import multi_head_attention_forward
     from transformer_course.torch.attention import MultiHeadAttention

@@ -64,6 +64,7 @@ def test_widgets_build_controls_and_an_output(build):
 
 def test_attention_explorer_follows_the_books_labelling_conventions():
     """Layers and heads count from 1; decoder rows are the tokens written, self-attention columns those read."""
+    pytest.importorskip("torch")
     from transformer_course.training.checkpoint import load_pretrained
 
     model, src_vocab, tgt_vocab = load_pretrained("numbers-en-fr")
