@@ -398,7 +398,8 @@ def cmd_train(args) -> int:
                                      metadata={"data": spec, "test": summary, "command": command,
                                                "model_preset": args.preset,
                                                "train_config": train_config.to_dict(),
-                                               "steps": steps, "torch": torch.__version__})
+                                               "steps": steps, "train_s": history["time_s"],
+                                               "threads": torch.get_num_threads(), "torch": torch.__version__})
             print(f"exported {export}.safetensors ({info['weights_bytes']} bytes, sha256 {info['weights_sha256']})")
         return 0
     finally:

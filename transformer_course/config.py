@@ -177,7 +177,7 @@ TRAIN_PRESETS: dict[str, TrainConfig] = {
     # The recipe measured best for the course preset on the numbers task (benchmarks/bench_train.py): half the
     # schedule's peak (factor 1.0 made the validation score swing between evaluations), warm-up 400, and the
     # mean of the last 3 evaluation points' parameters.
-    "course": TrainConfig(batch_size=64, max_steps=1500, warmup_steps=400, lr_factor=0.5, eval_every=250,
+    "course": TrainConfig(batch_size=64, max_steps=3000, warmup_steps=400, lr_factor=0.5, eval_every=250,
                           average_last=3),
     "gpu": TrainConfig(batch_size=256, max_steps=6000, warmup_steps=800, precision="bf16", eval_every=500),
     "tiny": TrainConfig(batch_size=16, max_steps=50, warmup_steps=10, eval_every=25),

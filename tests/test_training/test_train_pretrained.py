@@ -1,34 +1,71 @@
-"""The shipped checkpoint: loads without training or network, matches its recorded hash, translates."""
+"""The shipped checkpoints: load without training or network, match their recorded hash and model card,
+translate every everyday number, and score on the held-out numbers of the split they were trained with."""
 import hashlib
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
-from transformer_course.data.tasks import number_translation
-from transformer_course.training.checkpoint import load_pretrained, pretrained_dir
+from transformer_course.data.tasks import EVERYDAY_NUMBERS, number_to_words, number_translation
+from transformer_course.training.checkpoint import load_pretrained, pretrained_dir, pretrained_names
 from transformer_course.training.evaluate import evaluate_pairs, translate
 
-
-@pytest.fixture(scope="module")
-def pretrained():
-    return load_pretrained("numbers-en-fr")
+SHIPPED = ("numbers-en-fr", "numbers-en-de")
 
 
-def test_files_and_recorded_hash():
+def _info(name):
+    return json.loads((pretrained_dir() / f"{name}.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module", params=SHIPPED)
+def shipped(request):
+    return request.param, *load_pretrained(request.param)
+
+
+def test_the_shipped_models_are_these():
+    assert pretrained_names() == sorted(SHIPPED)
+
+
+def test_the_model_cards_are_what_the_json_files_say():
+    """The cards are written by tools/model_cards.py from what `train --export` recorded: no figure by hand."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    import model_cards
+
+    assert (pretrained_dir() / "README.md").read_text(encoding="utf-8") == model_cards.render(pretrained_dir())
+    assert "## numbers-en-de" in model_cards.render(pretrained_dir())
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_files_recorded_hash_and_model_card(name):
     folder = pretrained_dir()
-    info = json.loads((folder / "numbers-en-fr.json").read_text(encoding="utf-8"))
+    info = _info(name)
     weights = folder / info["weights"]
     digest = hashlib.sha256(weights.read_bytes()).hexdigest()
     assert digest == info["weights_sha256"]
-    assert digest in (folder / "README.md").read_text(encoding="utf-8")
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert f"## {name}" in card and digest in card and info["metadata"]["command"] in card
     assert weights.stat().st_size < 8_000_000
 
 
-def test_translates_held_out_numbers(pretrained):
-    model, src_vocab, tgt_vocab = pretrained
+def test_every_everyday_number_is_right(shipped):
+    """The numbers people type first (0-100, round hundreds and thousands): all of them, exactly."""
+    name, model, src_vocab, tgt_vocab = shipped
+    spec = _info(name)["metadata"]["data"]
+    numbers = [n for n in EVERYDAY_NUMBERS if n <= spec["max_number"]]
+    sources = [number_to_words(n, spec["src_lang"]) for n in numbers]
+    outputs = translate(model, sources, src_vocab, tgt_vocab)
+    wrong = [(s, o) for n, s, o in zip(numbers, sources, outputs) if o != number_to_words(n, spec["tgt_lang"])]
+    assert not wrong and len(numbers) == 119
+
+
+def test_held_out_numbers_of_its_own_split(shipped):
+    name, model, src_vocab, tgt_vocab = shipped
     assert not model.training
-    assert translate(model, ["ninety-seven", "seventy-one", "eighty"], src_vocab, tgt_vocab) == \
-        ["quatre-vingt-dix-sept", "soixante et onze", "quatre-vingts"]
-    data = number_translation("en", "fr", max_number=9999, seed=0, split=1)   # the split it was trained with
-    metrics = evaluate_pairs(model, data.test[:300], src_vocab, tgt_vocab)
-    assert metrics["exact_match"] >= 0.97
+    spec = _info(name)["metadata"]["data"]
+    data = number_translation(spec["src_lang"], spec["tgt_lang"], max_number=spec["max_number"],
+                              seed=spec["data_seed"], split=spec["split"])
+    trained = {s for s, _ in data.train}
+    held_out = data.test[::4]                            # a quarter of the test numbers: fast, every magnitude
+    assert not trained & {s for s, _ in held_out}
+    assert evaluate_pairs(model, held_out, src_vocab, tgt_vocab)["exact_match"] >= 0.99

@@ -32,6 +32,7 @@ __all__ = ["exact_match", "token_accuracy", "perplexity", "corpus_bleu", "corpus
 
 MIN_STRATUM = 20      # a stratum is reported on its own when it holds at least this many pairs
 LAG = 0.02            # a stratum lags when its exact match is this far below the overall one
+MAX_ERRORS = 50       # the split's misses kept in the metrics (a model card lists them as its known errors)
 
 
 def strip_eos(ids: Iterable[int]) -> list[int]:
@@ -215,8 +216,8 @@ def evaluate_task(model, data, src_vocab: Vocab, tgt_vocab: Vocab, split: str = 
                   device: str | torch.device | None = None) -> dict:
     """`evaluate_pairs` on a split of a `ParallelData`, plus "strata" (exact match per stratum with at least
     `MIN_STRATUM` pairs), "lagging" (strata more than `LAG` below the overall exact match), "coverage" (exact
-    match on the task's must-know pairs, None if it has none) and "coverage_errors" ((source, output,
-    reference) of the misses)."""
+    match on the task's must-know pairs, None if it has none), "coverage_errors" ((source, output, reference)
+    of the misses) and "errors" (the same for the split's own misses, at most `MAX_ERRORS` of them)."""
     pairs = data.split(split)
     if not pairs:
         raise ValueError(f"split: the {split} split of {data.name or 'the data'} is empty")
@@ -226,6 +227,7 @@ def evaluate_task(model, data, src_vocab: Vocab, tgt_vocab: Vocab, split: str = 
         metrics["hypotheses_text"], [t for _, t in pairs], labels)
     metrics["lagging"] = [label for label, row in metrics["strata"].items()
                           if row["exact_match"] < metrics["exact_match"] - LAG]
+    metrics["errors"] = [(s, o, t) for (s, t), o in zip(pairs, metrics["hypotheses_text"]) if o != t][:MAX_ERRORS]
     metrics["coverage"], metrics["coverage_errors"] = None, []
     if data.coverage:
         outputs = translate(model, [s for s, _ in data.coverage], src_vocab, tgt_vocab, beam_size=beam_size,
