@@ -69,3 +69,39 @@ def test_held_out_numbers_of_its_own_split(shipped):
     held_out = data.test[::4]                            # a quarter of the test numbers: fast, every magnitude
     assert not trained & {s for s, _ in held_out}
     assert evaluate_pairs(model, held_out, src_vocab, tgt_vocab)["exact_match"] >= 0.99
+
+
+def _readme_transcripts(subcommand: str):
+    """(argv, expected stdout lines) of each README console example `python -m transformer_course <subcommand>
+    --pretrained ...`: what a reader copies must print what the README shows."""
+    import shlex
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    prefix = f"$ python -m transformer_course {subcommand} --pretrained "
+    examples, current = [], None
+    for line in readme.splitlines():
+        if line.startswith(prefix):
+            current = (shlex.split(line[len("$ python -m transformer_course "):]), [])
+            examples.append(current)
+        elif line.startswith(("$ ", "```")) or current is None:
+            current = None
+        elif not line.startswith("transformer-course: "):      # warnings go to stderr
+            current[1].append(line)
+    return examples
+
+
+def test_the_readme_translations_of_the_shipped_models_are_real(capsys):
+    from transformer_course.__main__ import main
+
+    examples = _readme_transcripts("translate")
+    assert len(examples) >= 2
+    for argv, expected in examples:
+        assert main(argv) == 0
+        assert capsys.readouterr().out.splitlines() == expected, argv
+
+
+def test_the_readme_evaluation_of_the_shipped_model_is_real(capsys):
+    from transformer_course.__main__ import main
+
+    (argv, expected), = _readme_transcripts("evaluate")
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines() == expected
