@@ -3,6 +3,7 @@
     transformer-course train --task numbers --out runs/numbers
     transformer-course translate --checkpoint runs/numbers "ninety-seven" "two hundred and one"
     echo "seventy-one" | transformer-course translate --pretrained numbers-en-fr
+    transformer-course translate --pretrained numbers-en-fr --sample --temperature 0.8 --top-p 0.9 --seed 1 "eleven"
     transformer-course evaluate --checkpoint runs/numbers --split test
 
 A mistake the user can fix is reported as one line, `transformer-course: error: ...`, on stderr, and exit
