@@ -8,6 +8,7 @@ mean, standard deviation, minimum and maximum. The chapter prints that file next
     python benchmarks/experiments.py attention  --seeds 0 1 2 3 4   # chapter 2: with and without attention
     python benchmarks/experiments.py positions  --seeds 0 1 2 3 4   # chapter 6: learned vs sinusoidal
     python benchmarks/experiments.py stability  --seeds 0 1 2 3 4   # chapter 7: post-LN / pre-LN x warm-up
+    python benchmarks/experiments.py heads      --seeds 0 1 2       # chapter 5: one head vs several, same width
     python benchmarks/experiments.py all        --seeds 0 1 2 3 4
 
 One torch thread per run (as in the chapters); the wall time of each run is recorded too.
@@ -27,6 +28,7 @@ from torch import nn
 from _results import summary, write_results
 from transformer_course import ModelConfig, set_seed
 from transformer_course.data import PAD_ID, copy_task, make_dataloader, pad_sequences, reverse_task
+from transformer_course.torch.attention import MultiHeadAttention
 from transformer_course.torch.bahdanau import BahdanauSeq2Seq
 from transformer_course.torch.decoding import greedy_decode
 from transformer_course.torch.embedding import Embedding
@@ -191,7 +193,62 @@ def stability_run(seed: int, steps: int = 100, peak_lr: float = 1e-2) -> dict:
     return out
 
 
-EXPERIMENTS = {"attention": attention_run, "positions": positions_run, "stability": stability_run}
+# ---------------------------------------------------------------------------------------------------------
+# chapter 5: one head vs several heads of the same total width, on a task that needs K lookups at once
+# ---------------------------------------------------------------------------------------------------------
+LOOKUP = dict(V=32, T=8, D=16, steps=600, batch_size=64, lr=1e-2, n_test=2000)
+
+
+class Lookups(nn.Module):
+    """One attention layer and a linear read-out: the last position (a query token) attends over the sequence,
+    and the read-out predicts the first K tokens from that one output vector."""
+
+    def __init__(self, V: int, T: int, D: int, H: int, K: int):
+        super().__init__()
+        self.V, self.K = V, K
+        self.tokens = nn.Embedding(V + 1, D)                 # the V symbols and the query token (id V)
+        self.positions = nn.Embedding(T + 1, D)
+        self.attention = MultiHeadAttention(D, H)
+        self.read_out = nn.Linear(D, K * V)
+
+    def forward(self, x):
+        B, T = x.shape
+        h = self.tokens(x) + self.positions(torch.arange(T))    # (B, T, D)
+        out, _ = self.attention(h[:, -1:], h)                   # (B, 1, D): the query position only
+        return self.read_out(out[:, 0]).view(B, self.K, self.V)  # (B, K, V)
+
+
+def lookup_batch(generator, B: int, V: int, T: int, K: int):
+    """(B, T + 1) random symbols and the query token; the targets (B, K) are the first K symbols."""
+    x = torch.randint(0, V, (B, T), generator=generator)          # (B, T)
+    return torch.cat([x, torch.full((B, 1), V)], 1), x[:, :K]
+
+
+def lookup_accuracy(H: int, K: int, seed: int, V: int, T: int, D: int, steps: int, batch_size: int, lr: float,
+                    n_test: int) -> float:
+    """Share of test sequences whose K symbols are all predicted right, after `steps` of Adam from `seed`."""
+    set_seed(seed)
+    model = Lookups(V, T, D, H, K)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    data = torch.Generator().manual_seed(1000 + seed)
+    for _ in range(steps):
+        x, y = lookup_batch(data, batch_size, V, T, K)
+        loss = F.cross_entropy(model(x).reshape(-1, V), y.reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    x, y = lookup_batch(torch.Generator().manual_seed(99), n_test, V, T, K)   # the same test set for all
+    with torch.no_grad():
+        return (model(x).argmax(-1) == y).all(1).float().mean().item()
+
+
+def heads_run(seed: int) -> dict:
+    """Exact accuracy for K = 2 and 4 lookups and H = 1, 2, 4 heads of the same total width D."""
+    return {f"{K} lookups": {f"H = {H}": lookup_accuracy(H, K, seed, **LOOKUP) for H in (1, 2, 4)} for K in (2, 4)}
+
+
+EXPERIMENTS = {"attention": attention_run, "positions": positions_run, "stability": stability_run,
+               "heads": heads_run}
 
 
 def _summarise(per_seed: dict[int, dict]) -> dict:

@@ -44,6 +44,8 @@ CITED: dict[str, str] = {
     "0.4": "Vaswani et al. 2017, section 5.2: 0.4 s per step (base)",
     "1.0": "Vaswani et al. 2017, section 5.2: 1.0 s per step (big)",
     "4.5": "Vaswani et al. 2017, section 5.1: WMT 2014 EN-DE, about 4.5 million sentence pairs",
+    "25.16": "Vaswani et al. 2017, Table 2: ConvS2S (Gehring et al. 2017), EN-DE BLEU",
+    "23.75": "Vaswani et al. 2017, Table 2: ByteNet (Kalchbrenner et al. 2016), EN-DE BLEU",
     # Vaswani et al. (2017), section 5.3-5.4: the training recipe
     "0.9": "Vaswani et al. 2017: Adam beta_1 = 0.9 (section 5.3); h = 1 costs 0.9 BLEU (Table 3, row A)",
     "0.98": "Vaswani et al. 2017, section 5.3: Adam beta_2 = 0.98",

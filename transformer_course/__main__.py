@@ -3,6 +3,7 @@
     transformer-course train --task numbers --out runs/numbers
     transformer-course translate --checkpoint runs/numbers "ninety-seven" "two hundred and one"
     echo "seventy-one" | transformer-course translate --pretrained numbers-en-fr
+    transformer-course translate --pretrained numbers-en-fr --sample --temperature 0.8 --top-p 0.9 --seed 1 "eleven"
     transformer-course evaluate --checkpoint runs/numbers --split test
 
 A mistake the user can fix is reported as one line, `transformer-course: error: ...`, on stderr, and exit
@@ -90,6 +91,29 @@ def _minutes(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number of minutes > 0, got {text!r}") from None
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a number of minutes > 0, got {text!r}")
+    return value
+
+
+def _temperature(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    if value == 0:
+        raise argparse.ArgumentTypeError("expected a number > 0, got 0 (temperature 0 is greedy decoding: leave "
+                                         "out --sample)")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def _top_p(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
     return value
 
 
@@ -461,6 +485,27 @@ def _check_sentences(sentences: list[str], what: str, src_vocab, max_len: int) -
         warn(f"... and {len(unknown_lines) - MAX_UNKNOWN_WARNINGS} more lines with unknown tokens")
 
 
+def _sampling(args, model) -> dict | None:
+    """sample_decode's options from --sample and its flags, or None (search); refuses flags that would be
+    ignored."""
+    given = [flag for flag, value in (("--temperature", args.temperature), ("--top-k", args.top_k),
+                                      ("--top-p", args.top_p), ("--seed", args.seed)) if value is not None]
+    if not args.sample:
+        if given:
+            raise UsageError(f"{given[0]}: a sampling option, given without --sample (add --sample)")
+        return None
+    if args.beam_size > 1:
+        raise UsageError("--beam-size: --sample draws one translation per sentence; leave out --beam-size")
+    V = model.config.tgt_vocab_size
+    if args.top_k is not None and args.top_k > V:
+        raise UsageError(f"--top-k: expected an int in [1, {V}] (the model's target vocabulary), got {args.top_k}")
+    import torch
+    generator = torch.Generator(device=next(model.parameters()).device)   # on the model's device, as the draws
+    generator.manual_seed(0 if args.seed is None else args.seed)
+    return {"temperature": 1.0 if args.temperature is None else args.temperature, "top_k": args.top_k,
+            "top_p": args.top_p, "generator": generator}
+
+
 def cmd_translate(args) -> int:
     from .training.evaluate import translate
     model, src_vocab, tgt_vocab, _ = _load_model(args)
@@ -470,7 +515,9 @@ def cmd_translate(args) -> int:
         return 0
     _check_sentences(sentences, what, src_vocab, model.config.max_len)
     to_translate = [s for s in sentences if s]
-    translations = iter(translate(model, to_translate, src_vocab, tgt_vocab, beam_size=args.beam_size))
+    sampling = _sampling(args, model)
+    translations = iter(translate(model, to_translate, src_vocab, tgt_vocab, beam_size=args.beam_size,
+                                  sampling=sampling))
     for sentence in sentences:                       # one output line per input line, blank for blank
         if not sentence:
             print()
@@ -617,6 +664,18 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "translate":
             p.add_argument("sentences", nargs="*", help="sentences to translate (default: read stdin)")
             p.add_argument("--with-source", action="store_true", help="print 'source<TAB>translation'")
+            g = p.add_argument_group("sampling (instead of the most probable translation)")
+            g.add_argument("--sample", action="store_true",
+                           help="draw every word from the model's distribution (with the options below)")
+            g.add_argument("--temperature", type=_temperature, default=None, metavar="T",
+                           help="divide the logits by T > 0 before the softmax (default: 1)")
+            g.add_argument("--top-k", type=_int_at_least(1), default=None, metavar="K",
+                           help="draw from the K most probable words only (default: all)")
+            g.add_argument("--top-p", type=_top_p, default=None, metavar="P",
+                           help="draw from the smallest set of most probable words whose probability reaches P, "
+                                "in (0, 1] (nucleus sampling; default: all)")
+            g.add_argument("--seed", type=_int_at_least(0), default=None,
+                           help="seed of the draws (default: 0, the same draws every run)")
             p.set_defaults(func=cmd_translate)
         else:
             _add_data_args(p, defaults=False)

@@ -90,6 +90,9 @@ TORCH_ONLY_NAMES = {
     "decoder.Decoder.forward_cached": "the fast path of decoding: new positions only, with the cache",
     "decoding.length_penalty": "for beam search",
     "decoding.beam_search": "a decoding extra: the NumPy twin has greedy decoding only",
+    "decoding.sampling_probs": "the distribution sample_decode draws from (temperature, top-k, top-p)",
+    "decoding.sample_decode": "a decoding extra, like beam search: random draws (a torch.Generator) belong to "
+                              "generation, which the course runs in PyTorch; the NumPy twin has greedy only",
     "layernorm.LayerNorm": "the module the layers use: F.layer_norm's fused kernel, tested equal to `layernorm`",
     "loss.fast_cross_entropy": "the loss the trainer uses: F.cross_entropy's fused kernel, tested equal to "
                                "`cross_entropy`",

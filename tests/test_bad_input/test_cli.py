@@ -299,11 +299,37 @@ def test_translate_refuses_a_sentence_longer_than_the_model_reads(trained_run, c
     (["--beam-size", "0", "abc"], ["--beam-size", "int >= 1"], False),
     (["--device", "tpu", "abc"], ["--device", "'tpu'"], False),
     (["--pretrained", "numbers-en-fr"], ["--pretrained", "not allowed with"], True),
+    (["--sample", "--temperature", "0", "abc"], ["--temperature", "> 0, got 0", "greedy", "leave out --sample"],
+     False),
+    (["--sample", "--temperature", "-0.5", "abc"], ["--temperature", "> 0", "'-0.5'"], False),
+    (["--sample", "--temperature", "inf", "abc"], ["--temperature", "> 0", "'inf'"], False),
+    (["--sample", "--top-k", "0", "abc"], ["--top-k", "int >= 1"], False),
+    (["--sample", "--top-k", "1000", "abc"], ["--top-k", "[1, ", "target vocabulary", "1000"], False),
+    (["--sample", "--top-p", "0", "abc"], ["--top-p", "(0, 1]", "'0'"], False),
+    (["--sample", "--top-p", "1.01", "abc"], ["--top-p", "(0, 1]", "'1.01'"], False),
+    (["--sample", "--top-p", "nan", "abc"], ["--top-p", "(0, 1]", "'nan'"], False),
+    (["--sample", "--seed", "-1", "abc"], ["--seed", "int >= 0"], False),
+    (["--sample", "--beam-size", "2", "abc"], ["--beam-size", "--sample", "one translation"], False),
+    (["--top-p", "0.9", "abc"], ["--top-p", "without --sample"], False),
+    (["--seed", "3", "abc"], ["--seed", "without --sample"], False),
 ])
 def test_translate_bad_flags(trained_run, capsys, extra, culprits, usage):
     status, out, err = run(translate(trained_run, *extra), capsys)
     assert status == 2 and out == ""
     assert_one_error_line(err, *culprits, usage=usage)
+
+
+def test_translate_sample_is_seeded_and_top_k_one_is_greedy(trained_run, capsys):
+    sentences = ["abc", "cab", "bca", "ccab"]
+    status, greedy, _ = run(translate(trained_run, *sentences), capsys)
+    assert status == 0
+    status, top1, _ = run(translate(trained_run, "--sample", "--top-k", "1", "--temperature", "5", *sentences), capsys)
+    assert status == 0 and top1 == greedy
+    hot = ["--sample", "--temperature", "4"]
+    draws = [run(translate(trained_run, *hot, "--seed", seed, *sentences), capsys) for seed in ("1", "1", "2")]
+    assert all(status == 0 for status, _, _ in draws)
+    assert draws[0][1] == draws[1][1] != draws[2][1]     # the same seed, the same draws; another seed, others
+    assert len(draws[0][1].splitlines()) == 4
 
 
 def test_unknown_shipped_model_lists_the_names(capsys):

@@ -72,7 +72,7 @@ def parse(argv):
 
 INT_FLAGS = [("train", "--max-steps", 1), ("train", "--batch-size", 1), ("train", "--threads", 1),
              ("train", "--seed", 0), ("train", "--n-test", 1), ("translate", "--beam-size", 1),
-             ("evaluate", "--show-errors", 0)]
+             ("translate", "--top-k", 1), ("translate", "--seed", 0), ("evaluate", "--show-errors", 0)]
 
 
 def command(sub):

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from transformer_course.exercises import ExerciseError
-from transformer_course.exercises.decoder import check_beam_score, check_greedy_decode, toy_next_logits
+from transformer_course.exercises.decoder import (check_beam_score, check_greedy_decode, check_top_p_filter,
+                                                  toy_next_logits)
 
 
 # ---------------------------------------------------------------------------------------- greedy decoding
@@ -116,3 +117,71 @@ def test_beam_score_reference_passes(capsys):
 def test_beam_score_mistakes_get_specific_hints(fn, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_beam_score(fn)
+
+
+# ---------------------------------------------------------------------------------------- top-p filter
+def good_top_p(probs, p):
+    order = np.argsort(-probs)
+    total, keep = 0.0, []
+    for token in order:                                  # most probable first, until the total reaches p
+        keep.append(token)
+        total += probs[token]
+        if total >= p:
+            break
+    out = np.zeros_like(probs)
+    out[keep] = probs[keep] / probs[keep].sum()
+    return out
+
+
+def test_top_p_reference_passes(capsys):
+    assert check_top_p_filter(good_top_p) is True
+    assert "✔ Correct" in capsys.readouterr().out
+
+
+def test_top_p_stub_is_not_attempted(capsys):
+    def stub(probs, p):
+        raise NotImplementedError
+
+    assert check_top_p_filter(stub) is False
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def one_short(probs, p):
+    order = np.argsort(-probs)
+    keep = order[np.cumsum(probs[order]) < p]
+    out = np.zeros_like(probs)
+    out[keep] = probs[keep] / probs[keep].sum()
+    return out
+
+
+def strict(probs, p):
+    order = np.argsort(-probs)
+    keep = order[np.cumsum(probs[order]) - probs[order] <= p]
+    out = np.zeros_like(probs)
+    out[keep] = probs[keep] / probs[keep].sum()
+    return out
+
+
+def not_renormalised(probs, p):
+    out = good_top_p(probs, p)
+    return np.where(out > 0, probs, 0.0)
+
+
+def least_probable_first(probs, p):
+    order = np.argsort(probs)                            # ascending: the least probable tokens first
+    keep = order[np.cumsum(probs[order]) - probs[order] < p]
+    out = np.zeros_like(probs)
+    out[keep] = probs[keep] / probs[keep].sum()
+    return out
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (one_short, "stops one token early"),
+    (strict, "stop as soon as the total reaches p"),
+    (not_renormalised, "not renormalised"),
+    (least_probable_first, "LEAST probable"),
+    (lambda probs, p: None, "returned None"),
+])
+def test_top_p_mistakes_get_their_hint(answer, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_top_p_filter(answer)

@@ -1,4 +1,5 @@
-"""Decoding: the cache changes nothing but speed, beam 1 is greedy, beam search beats greedy where it should."""
+"""Decoding: the cache changes nothing but speed, beam 1 is greedy, beam search beats greedy where it should;
+sampling draws from the distribution it says (temperature, top-k, top-p), and top-k = 1 is greedy."""
 from __future__ import annotations
 
 import math
@@ -9,7 +10,8 @@ from torch import nn
 
 from transformer_course.torch.attention import set_fused_attention
 from transformer_course.torch.decoder import DecoderCache
-from transformer_course.torch.decoding import beam_search, greedy_decode, length_penalty
+from transformer_course.torch.decoding import (beam_search, greedy_decode, length_penalty, sample_decode,
+                                                sampling_probs)
 from torch_helpers import SMALL, lively_model, random_batch, trained_model
 
 EOS = 2
@@ -163,3 +165,104 @@ def test_decoding_errors_and_default_max_len():
         model.tgt_embedding.E[EOS] = 0.0                 # (tied) EOS's logit is 0, below the best of 18 others
     out = greedy_decode(model, src)                      # never stops early: runs to the default length
     assert out.shape == (2, min(5 + 50, SMALL.max_len)) and EOS not in out.flatten().tolist()
+
+
+# -- sampling ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_top_k_one_sampling_equals_greedy(use_cache):
+    model = trained_model()
+    src, _ = random_batch(B=5, S=8)
+    greedy = greedy_decode(model, src, max_len=12)
+    for temperature in (0.5, 1.0, 3.0):                  # one token left: the temperature cannot matter
+        sampled = sample_decode(model, src, temperature=temperature, top_k=1, max_len=12, use_cache=use_cache,
+                                generator=torch.Generator().manual_seed(7))
+        assert torch.equal(sampled, greedy)
+
+
+def test_sampling_is_reproducible_with_a_generator_and_the_cache_changes_nothing():
+    model = trained_model()
+    src, _ = random_batch(B=6, S=8)
+    runs = [sample_decode(model, src, temperature=2.0, max_len=12, use_cache=use_cache,
+                          generator=torch.Generator().manual_seed(3)) for use_cache in (True, True, False)]
+    assert torch.equal(runs[0], runs[1]) and torch.equal(runs[0], runs[2])
+    other = sample_decode(model, src, temperature=2.0, max_len=12, generator=torch.Generator().manual_seed(4))
+    assert not torch.equal(runs[0], other)               # a hot temperature: another seed, other draws
+    for row in runs[0].tolist():                         # finished rows are padded, as in greedy decoding
+        if EOS in row:
+            assert all(t == SMALL.pad_id for t in row[row.index(EOS) + 1:])
+
+
+def test_sampling_probs_temperature_and_top_k():
+    logits = torch.randn(4, 11, generator=torch.Generator().manual_seed(0))   # (B, V)
+    torch.testing.assert_close(sampling_probs(logits), torch.softmax(logits, -1))
+    torch.testing.assert_close(sampling_probs(logits, temperature=0.5), torch.softmax(2 * logits, -1))
+    probs = sampling_probs(logits, top_k=3)              # (B, V)
+    assert ((probs > 0).sum(-1) == 3).all()
+    top3 = logits.topk(3, -1).indices                    # (B, 3)
+    expected = torch.zeros_like(logits).scatter(-1, top3, torch.softmax(logits.gather(-1, top3), -1))
+    torch.testing.assert_close(probs, expected)
+
+
+@pytest.mark.parametrize("top_p", [0.05, 0.3, 0.5, 0.9, 0.999, 1.0])
+def test_top_p_keeps_the_smallest_set_of_most_probable_tokens_with_mass_at_least_p(top_p):
+    logits = 2 * torch.randn(8, 13, generator=torch.Generator().manual_seed(1))   # (B, V)
+    full = torch.softmax(logits, -1)
+    probs = sampling_probs(logits, top_p=top_p)
+    for b in range(8):
+        kept = (probs[b] > 0).nonzero()[:, 0].tolist()
+        ranked = full[b].argsort(descending=True).tolist()
+        n = len(kept)
+        assert sorted(kept) == sorted(ranked[:n])        # the n most probable tokens
+        assert full[b, ranked[:n]].sum() >= top_p - 1e-6  # reach p ...
+        assert full[b, ranked[:n - 1]].sum() < top_p      # ... and one fewer does not
+        torch.testing.assert_close(probs[b, kept], full[b, kept] / full[b, kept].sum())
+
+
+def test_sampled_frequencies_match_the_distribution():
+    """The scripted model: after BOS, A (0.6) or B (0.4); after A one of ten tokens (0.1 each); after B EOS (0.99)
+    or token 7. Every two-token outcome must appear with its probability, within 4.5 standard errors."""
+    model = _ScriptedModel()
+    n = 20000
+    src = torch.full((n, 3), 4)
+    generator = torch.Generator().manual_seed(0)
+    for temperature in (1.0, 2.0):
+        tokens = sample_decode(model, src, temperature=temperature, max_len=2, generator=generator)   # (n, 2)
+        first = sampling_probs(model._next_logp(torch.tensor([1])), temperature)[0]   # (V,)
+        counts = {}
+        for a, b in tokens.tolist():
+            counts[a, b] = counts.get((a, b), 0) + 1
+        expected = {}
+        for a in (5, 6):
+            second = sampling_probs(model._next_logp(torch.tensor([a])), temperature)[0]
+            for b in second.nonzero()[:, 0].tolist():
+                expected[a, b] = (first[a] * second[b]).item()
+        assert set(counts) <= set(expected)
+        for outcome, p in expected.items():
+            tolerance = 4.5 * math.sqrt(p * (1 - p) / n)
+            assert abs(counts.get(outcome, 0) / n - p) <= tolerance, (temperature, outcome)
+
+
+def test_sampling_bad_input():
+    model = trained_model()
+    src, _ = random_batch(B=2, S=5)
+    V = SMALL.tgt_vocab_size
+    cases = [
+        (dict(temperature=0), ValueError, r"temperature: expected a number > 0, got 0 .*use greedy_decode"),
+        (dict(temperature=-1.0), ValueError, r"temperature: expected a finite number > 0, got -1.0"),
+        (dict(temperature=math.inf), ValueError, r"temperature: expected a finite number > 0, got inf"),
+        (dict(temperature=math.nan), TypeError, r"temperature: expected a number > 0, got nan"),
+        (dict(temperature="hot"), TypeError, r"temperature: expected a number > 0, got 'hot'"),
+        (dict(top_k=0), ValueError, rf"top_k: expected an int in \[1, {V}\]"),
+        (dict(top_k=V + 1), ValueError, rf"top_k: expected an int in \[1, {V}\] .*, got {V + 1}"),
+        (dict(top_k=2.5), TypeError, r"top_k: expected an int"),
+        (dict(top_p=0.0), ValueError, r"top_p: expected a number in \(0, 1\] or None, got 0.0"),
+        (dict(top_p=1.5), ValueError, r"top_p: expected a number in \(0, 1\] or None, got 1.5"),
+        (dict(top_p="0.9"), TypeError, r"top_p: expected a number in \(0, 1\] or None, got str"),
+        (dict(generator=7), TypeError, r"generator: expected a torch.Generator or None, got int"),
+    ]
+    for kwargs, error, message in cases:
+        with pytest.raises(error, match=message):
+            sample_decode(model, src, **kwargs)
+    with pytest.raises(ValueError, match=r"logits: expected a tensor of shape \(..., V\)"):
+        sampling_probs(torch.tensor(1.0))

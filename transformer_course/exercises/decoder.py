@@ -1,10 +1,12 @@
-"""Checks for chapter 8 (the decoder and decoding): greedy decoding and the beam-search length penalty.
+"""Checks for chapter 8 (the decoder and decoding): greedy decoding, the beam-search length penalty and the
+top-p (nucleus) filter of sampling.
 
 The greedy check runs the learner's loop against a small hand-made "model" (a function from a prefix of token
 ids to next-token logits), so no trained network is needed, and recognises the usual slips: returning the BOS
 token, dropping the EOS token, not stopping at EOS, an off-by-one in the length limit, feeding only the newest
 token, picking the least likely token. The length-penalty check recognises a multiplied penalty, a forgotten
-exponent and a penalty on the raw length.
+exponent and a penalty on the raw length. The top-p check recognises a set that stops one token early (mass
+below p), a strict "> p", a missing renormalisation and a set taken from the least probable end.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import numpy as np
 
 from ._feedback import ExerciseError, call_learner, compare_arrays, exercise_check, passed
 
-__all__ = ["check_greedy_decode", "check_beam_score", "toy_next_logits"]
+__all__ = ["check_greedy_decode", "check_beam_score", "check_top_p_filter", "toy_next_logits"]
 
 BOS, EOS = 1, 2
 _V = 7
@@ -133,3 +135,45 @@ def check_beam_score(fn):
         hints = [(w, e) for w, e in hints if e]
         compare_arrays(got, expected, f"your scores (alpha = {alpha})", hints=hints)
     passed("score(Y) = log P(Y) / ((5 + |Y|) / 6) ** alpha; with alpha = 0 it is the plain log probability.")
+
+
+def _top_p(probs, p, include_crossing=True, strict=False, renormalise=True, descending=True):
+    order = np.argsort(-probs if descending else probs, kind="stable")
+    mass_before = np.cumsum(probs[order]) - probs[order]
+    if include_crossing:
+        keep_sorted = mass_before < p if not strict else mass_before <= p
+    else:
+        keep_sorted = np.cumsum(probs[order]) < p
+    keep = np.zeros(probs.shape, dtype=bool)
+    keep[order[keep_sorted]] = True
+    kept = np.where(keep, probs, 0.0)
+    return kept / kept.sum() if renormalise else kept
+
+
+@exercise_check
+def check_top_p_filter(fn):
+    """Check `fn(probs, p) -> probabilities (V,)`: the smallest set of most probable tokens whose probability
+    reaches p (Holtzman et al. 2020), renormalised; every other token gets 0.
+    """
+    # sixty-fourths add up exactly, so p = 36/64 = 0.5625 ties with the mass of the two most probable tokens
+    probs = np.array([7, 20, 5, 16, 12, 3, 1]) / 64.0            # sorted: 20 16 12 7 5 3 1 (sixty-fourths)
+    for p in (0.5, 0.5625, 0.74, 0.9, 1.0):
+        got = call_learner(fn, probs.copy(), p)
+        if got is None:
+            raise ExerciseError("your function returned None: did it forget to `return` the probabilities?")
+        expected = _top_p(probs, p)
+        hints = [
+            (_top_p(probs, p, include_crossing=False), "the set stops one token early: its mass is below p. Keep "
+                                                       "tokens until their total REACHES p, the token that "
+                                                       "crosses p included."),
+            (_top_p(probs, p, strict=True), f"with p = {p} the total of the kept tokens equals p exactly, and "
+                                            "your set took one more token: the set is the smallest with mass "
+                                            ">= p, so stop as soon as the total reaches p."),
+            (_top_p(probs, p, renormalise=False), "the kept probabilities were not renormalised: divide them by "
+                                                  "their sum so that they add up to 1."),
+            (_top_p(probs, p, descending=False), "the set was filled from the LEAST probable tokens; sort the "
+                                                 "probabilities in decreasing order first."),
+        ]
+        compare_arrays(got, expected, f"your filtered probabilities (p = {p})", hints=hints)
+    passed("top-p keeps the most probable tokens until their total reaches p and renormalises them; p = 1 keeps "
+           "the whole distribution.")

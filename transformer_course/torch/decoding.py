@@ -1,5 +1,5 @@
-"""Decoding: greedy (the twin of `transformer_course.numpy.decoding`) and beam search, with or without the
-key/value cache.
+"""Decoding: greedy (the twin of `transformer_course.numpy.decoding`), beam search and sampling, with or without
+the key/value cache.
 
 Both take any model with the Transformer's decoding interface: `config` (pad_id, src/tgt_vocab_size,
 max_len), `make_src_mask(src)`, `encode(src, src_mask)`, `decode(tgt_in, memory, src_mask)`, and for the
@@ -11,6 +11,9 @@ Returned tokens exclude BOS; a sequence ends with its EOS and is followed by pad
 """
 from __future__ import annotations
 
+import math
+import numbers
+
 import torch
 
 from ..checks import check_id, check_int, check_max_len
@@ -18,7 +21,7 @@ from ..data.vocab import BOS_ID, EOS_ID
 from ..utils import eval_mode
 from .embedding import check_tokens
 
-__all__ = ["length_penalty", "greedy_decode", "beam_search"]
+__all__ = ["length_penalty", "greedy_decode", "beam_search", "sampling_probs", "sample_decode"]
 
 
 def length_penalty(length: int, alpha: float) -> float:
@@ -153,3 +156,89 @@ def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6
         tokens = pool_seq[torch.arange(B, device=device), best]                                  # (B, L)
         tokens = tokens[:, : int(pool_len[torch.arange(B, device=device), best].max())]          # (B, L')
     return (tokens, best_score) if return_scores else tokens
+
+
+def _check_sampling(temperature, top_k, top_p, vocab_size: int) -> None:
+    """Temperature > 0 (finite), top_k in [1, V] or None, top_p in (0, 1] or None."""
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or math.isnan(temperature):
+        raise TypeError(f"temperature: expected a number > 0, got {temperature!r}")
+    if temperature == 0:
+        raise ValueError("temperature: expected a number > 0, got 0 (temperature 0 means always the most probable "
+                         "token: use greedy_decode)")
+    if not 0 < temperature < math.inf:
+        raise ValueError(f"temperature: expected a finite number > 0, got {temperature!r}")
+    if top_k is not None:
+        check_int("top_k", top_k, 1, vocab_size, f" (at most the vocabulary size {vocab_size}) or None")
+    if top_p is not None:
+        if isinstance(top_p, bool) or not isinstance(top_p, numbers.Real):
+            raise TypeError(f"top_p: expected a number in (0, 1] or None, got {type(top_p).__name__} {top_p!r}")
+        if not 0 < top_p <= 1:
+            raise ValueError(f"top_p: expected a number in (0, 1] or None, got {top_p!r}")
+
+
+def sampling_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
+                   top_p: float | None = None) -> torch.Tensor:
+    """The distribution sampling draws from: logits (..., V) -> probabilities (..., V).
+
+    softmax(z / temperature), then top-k keeps the k most probable tokens, then top-p (nucleus sampling,
+    Holtzman et al. 2020) keeps the smallest set of most probable tokens whose probability reaches top_p; the
+    kept probabilities are renormalised to sum to 1. Both limits off (None) and temperature 1: the model's own
+    distribution.
+    """
+    if not isinstance(logits, torch.Tensor) or logits.ndim < 1 or logits.shape[-1] < 1:
+        raise ValueError(f"logits: expected a tensor of shape (..., V) with V >= 1, got "
+                         f"{getattr(logits, 'shape', type(logits).__name__)}")
+    V = logits.shape[-1]
+    _check_sampling(temperature, top_k, top_p, V)
+    probs = torch.softmax(logits.float() / temperature, dim=-1)          # (..., V)
+    sorted_probs, order = probs.sort(dim=-1, descending=True)            # (..., V): most probable first
+    keep = torch.ones_like(sorted_probs, dtype=torch.bool)               # (..., V), in sorted order
+    if top_k is not None:
+        keep[..., top_k:] = False
+    if top_p is not None:
+        # a token stays if the tokens before it hold less than top_p: the first one always stays, and the
+        # set stops at the first token that brings the total to top_p or beyond
+        mass_before = sorted_probs.cumsum(-1) - sorted_probs             # (..., V)
+        keep &= mass_before < top_p
+    kept = torch.where(keep, sorted_probs, 0.0)                          # (..., V)
+    kept = kept / kept.sum(-1, keepdim=True)
+    return torch.zeros_like(probs).scatter(-1, order, kept)              # (..., V): back in vocabulary order
+
+
+@torch.inference_mode()
+def sample_decode(model, src: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
+                  top_p: float | None = None, generator: torch.Generator | None = None, max_len: int | None = None,
+                  bos_id: int = BOS_ID, eos_id: int = EOS_ID, src_mask: torch.Tensor | None = None,
+                  use_cache: bool = True) -> torch.Tensor:
+    """Draw every token from `sampling_probs` of the model's logits: src (B, S) -> tokens (B, L).
+
+    Each row of the batch samples on its own; finished rows are padded as in greedy_decode. `generator` (a
+    torch.Generator on src's device) makes the draws reproducible; None uses torch's global generator.
+    temperature -> 0 approaches greedy decoding, and top_k=1 is greedy decoding exactly.
+    """
+    max_len = _check_decoding_inputs(model, src, max_len, bos_id, eos_id)
+    _check_sampling(temperature, top_k, top_p, model.config.tgt_vocab_size)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator: expected a torch.Generator or None, got {type(generator).__name__}")
+    if src_mask is None:
+        src_mask = model.make_src_mask(src)              # (B, 1, S)
+    B = src.shape[0]
+    pad_id = model.config.pad_id
+    with eval_mode(model):
+        memory = model.encode(src, src_mask)             # (B, S, D)
+        ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
+        finished = torch.zeros(B, dtype=torch.bool, device=src.device)        # (B,)
+        cache = model.new_cache() if use_cache else None
+        for _ in range(max_len):
+            if cache is not None:
+                logits = model.decode_cached(ys[:, -1:], memory, cache, src_mask)  # (B, 1, V)
+            else:
+                logits = model.decode(ys, memory, src_mask)  # (B, t, V)
+            probs = sampling_probs(logits[:, -1], temperature, top_k, top_p)  # (B, V)
+            next_token = torch.multinomial(probs, 1, generator=generator)[:, 0]  # (B,)
+            next_token = next_token.masked_fill(finished, pad_id)  # (B,)
+            ys = torch.cat([ys, next_token[:, None]], dim=1)  # (B, t + 1)
+            finished |= next_token == eos_id
+            if bool(finished.all()):
+                break
+    return ys[:, 1:]                                     # (B, L): without BOS

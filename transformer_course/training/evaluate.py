@@ -21,7 +21,7 @@ from typing import Iterable, Sequence
 from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
 
 from ..data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
-from ..torch.decoding import beam_search, greedy_decode
+from ..torch.decoding import beam_search, greedy_decode, sample_decode
 from ..torch.device import autocast
 from ..torch.loss import cross_entropy
 from ..utils import eval_mode
@@ -111,9 +111,15 @@ def _natural_key(label: str):
 
 
 def generate_ids(model, src: torch.Tensor, src_mask: torch.Tensor | None = None, beam_size: int = 1,
-             max_len: int | None = None) -> list[list[int]]:
-    """Generated ids (without bos/eos/pad) for every row of src (B, S): greedy, or beam search if beam_size > 1."""
-    if beam_size > 1:
+             max_len: int | None = None, sampling: dict | None = None) -> list[list[int]]:
+    """Generated ids (without bos/eos/pad) for every row of src (B, S): greedy, beam search if beam_size > 1, or
+    sampling if `sampling` holds sample_decode's options (temperature, top_k, top_p, generator)."""
+    if sampling is not None:
+        if beam_size > 1:
+            raise ValueError(f"beam_size: sampling draws one sequence per source; expected beam_size 1, got "
+                             f"{beam_size}")
+        tokens = sample_decode(model, src, max_len=max_len, src_mask=src_mask, **sampling)  # (B, L)
+    elif beam_size > 1:
         tokens = beam_search(model, src, beam_size=beam_size, max_len=max_len, src_mask=src_mask)  # (B, L)
     else:
         tokens = greedy_decode(model, src, max_len=max_len, src_mask=src_mask)  # (B, L)
@@ -168,8 +174,12 @@ def evaluate(model, loader: Iterable, tgt_vocab: Vocab | None = None, *, generat
 
 @torch.no_grad()
 def translate(model, sentences: Sequence[str], src_vocab: Vocab, tgt_vocab: Vocab, beam_size: int = 1,
-              max_len: int | None = None, batch_size: int = 64, device: str | torch.device | None = None) -> list[str]:
+              max_len: int | None = None, batch_size: int = 64, device: str | torch.device | None = None,
+              sampling: dict | None = None) -> list[str]:
     """Translate raw sentences (tokenised with `src_vocab`'s tokeniser; unknown words become <unk>).
+
+    `sampling`: draw the translations with sample_decode and these options (temperature, top_k, top_p,
+    generator) instead of searching for the most probable one.
 
     A sentence longer than the model reads (`config.max_len` tokens with its end-of-sentence token) is an
     error, never silently cut: a cut sentence would be translated wrong without a word.
@@ -193,7 +203,7 @@ def translate(model, sentences: Sequence[str], src_vocab: Vocab, tgt_vocab: Voca
     for start in range(0, len(encoded), batch_size):
         ids = encoded[start:start + batch_size]
         src = torch.from_numpy(pad_sequences(ids, PAD_ID)).to(device)   # (B, S)
-        out.extend(tgt_vocab.decode(h) for h in generate_ids(model, src, None, beam_size, max_len))
+        out.extend(tgt_vocab.decode(h) for h in generate_ids(model, src, None, beam_size, max_len, sampling))
     return out
 
 
