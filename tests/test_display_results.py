@@ -64,3 +64,14 @@ def test_the_committed_results_files_record_how_they_were_made():
         assert data["command"].startswith("python benchmarks/") and data["date"] and data["machine"]["cpu"], path
         if "seeds" in data:
             assert len(set(data["seeds"])) >= 3, path
+
+
+def test_glue_stores_a_numpy_scalar_as_the_python_number_a_format_spec_reads(monkeypatch):
+    import numpy as np
+    stored = {}
+    myst_nb = pytest.importorskip("myst_nb")
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display: stored.update({name: value}))
+    glue("ratio", np.float64(0.8153725727367015))
+    glue("count", np.int64(988))
+    assert stored == {"ratio": 0.8153725727367015, "count": 988}
+    assert type(stored["ratio"]) is float and type(stored["count"]) is int

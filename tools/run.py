@@ -241,7 +241,8 @@ def install_leg(leg, wheel: Path, env: dict[str, str], names: list[str]) -> dict
         return row
     # --no-compile: byte-compiling every installed file (torch has thousands) costs more than the tests need
     if run_stage(f"{leg.name}: pip install", [leg_python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                                             "--no-compile", requirement, *pins, "pytest", "pytest-xdist", "hypothesis"],
+                                             "--no-compile", requirement, *pins,
+                                             "pytest", "pytest-xdist", "hypothesis"],
                  env=env) != 0:
         return row
     row.update(installed_versions(leg_python, names))

@@ -228,6 +228,10 @@ def glue(name: str, value: Any, display: bool = False) -> None:
     """
     if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"name: expected letters, digits, '-' or '_', got {name!r}")
+    # A NumPy scalar is stored as its repr, "np.float64(0.81)" under NumPy 2, which a format spec such as
+    # `name:.2f` cannot read: the build warns and prints nothing. Its Python twin is stored as "0.81".
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        value = value.item()
     try:
         from myst_nb import glue as myst_glue
     except ImportError:
