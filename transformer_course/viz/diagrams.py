@@ -499,7 +499,7 @@ def transformer_diagram(config: ModelConfig | None = None, norm_first: bool | No
     def extent(steps):
         return sum((s.height if s.kind == "box" or s.text else 0.24) + gap for s in steps if s.kind != "branch")
 
-    enc_h = 0.34 + gap + extent(columns["encoder"][0]) + extent(columns["encoder"][1])
+    # the decoder column is the taller one: a third sublayer per layer, and the output layer on top
     dec_h = 0.34 + gap + extent(columns["decoder"][0]) + extent(columns["decoder"][1]) + 2 * (0.3 + gap)
     height = dec_h + 1.35
     fig, ax = _canvas(7.2, height)
@@ -511,7 +511,7 @@ def transformer_diagram(config: ModelConfig | None = None, norm_first: bool | No
         reads = ("source tokens $x$" if kind == "encoder"
                  else "target tokens, shifted right")
         _note(ax, x, 0.22, f"{reads}: (B, {L})", size=9)
-        emb_top, _ = _stack(ax, x, 0.38, [_Step("box", f"Embedding $E$ × $\\sqrt{{D}}$ + $PE_{{pos}}$",
+        emb_top, _ = _stack(ax, x, 0.38, [_Step("box", "Embedding $E$ × $\\sqrt{D}$ + $PE_{pos}$",
                                                 FILL["embed"], f"(B, {L})", 0.34)], w, gap=gap)
         side = -1 if kind == "encoder" else 1
         top, where = _stack(ax, x, emb_top, layer, w, gap=gap, side=side)
