@@ -16,7 +16,8 @@ ODD = ModelConfig(d_model=96, n_heads=3, d_ff=200, n_encoder_layers=5, n_decoder
 ODD_HEAD = 32          # 96 / 3
 
 MIN_PX = 10            # the smallest text size we allow on the website at 100% zoom
-MAX_WIDTH_IN = 7.2     # wider figures are shrunk to the page's text column (measured: 720 CSS px at 1280 px)
+MAX_WIDTH_IN = 7.2     # 720 px: tools/check_site.py measured such a figure shown 672 px wide (dark theme, 1280 px
+                       # window), 93%, so the smallest text (9 pt, 12.5 px) stays above 10 px
 
 
 def texts(fig):

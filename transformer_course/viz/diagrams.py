@@ -142,8 +142,8 @@ def _stack(ax, x, y, steps, width, gap=0.34, residual_dx=0.22, first_arrow=True,
         bottom = cursor + gap
         if first_arrow or index:
             _arrow(ax, (x, cursor), (x, bottom))
-        if step.shape:
-            _shape(ax, x + 0.08, cursor + gap / 2, step.shape)
+        if step.shape:                             # on the side away from the residual paths
+            _shape(ax, x - side * 0.08, cursor + gap / 2, step.shape, ha="left" if side < 0 else "right")
         if step.kind == "add" and not step.text:
             radius = 0.12
             ax.add_patch(Circle((x, bottom + radius), radius, facecolor="white", edgecolor=EDGE, linewidth=1.1))
