@@ -44,13 +44,20 @@ def test_every_page_renders_for_a_reader(built_site):
 
 
 def _break_copy(site: Path, tmp_path: Path) -> tuple[Path, str]:
-    """A copy of the site with one page broken on purpose in four ways."""
+    """A copy of the site with one page broken on purpose in six ways."""
+    from PIL import Image
+
     copy = tmp_path / "html"
     shutil.copytree(site, copy)
+    Image.new("RGBA", (40, 20), (0, 0, 0, 0)).save(copy / "_images" / "see-through.png")
+    Image.new("RGB", (400, 20), "white").save(copy / "_images" / "wide-diagram.png")
     page = "book/notation.html"
     html = (copy / page).read_text()
     html = html.replace("tex-chtml.js", "missing-mathjax.js")  # MathJax fails to load: maths stays raw TeX
     broken = ('<img src="../_images/no-such-figure.png" alt="gone">'
+              '<img src="../_images/see-through.png" alt="a figure without a background">'
+              # declared 2000 px wide: the text column shrinks it far below its declared width
+              '<img src="../_images/wide-diagram.png" alt="a wide diagram" style="width: 2000px;">'
               '<div class="cell"><div class="output traceback"><pre>Traceback (most recent call last)\n'
               'ZeroDivisionError: division by zero</pre></div></div>'
               '<a href="intro.html#no-such-anchor">a dead anchor</a>')
@@ -67,6 +74,9 @@ def test_the_check_fails_on_a_page_broken_on_purpose(built_site, tmp_path):
     assert "no-such-figure.png did not load" in text
     assert "error output shown to readers" in text and "ZeroDivisionError" in text
     assert "no element with id 'no-such-anchor'" in text
+    assert "see-through.png has a transparent background" in text
+    assert "wide-diagram.png is shown" in text and "its text falls under 10 px" in text
+    assert "the dark theme was not applied" not in text
 
 
 def test_every_page_states_the_licence():

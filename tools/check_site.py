@@ -10,8 +10,14 @@ For every page of `_build/html` it asserts on the rendered DOM:
 and that the search page returns results for "attention". The site is served from 127.0.0.1 only, and
 Chromium runs with background networking off, so the check also proves that pages need no network.
 
-Artefacts under OUT (default `_build/site-check/`): a screenshot per page, a contact sheet of all pages,
-and report.txt (page weights, problems).
+A second pass opens every page with images in the theme's dark mode and asserts that the dark theme is applied,
+that every image is opaque (its corners carry no transparency that the dark page would show through), and that
+an image with a declared display width (the 2x diagrams) is not shrunk below 80% of it, which would take their
+smallest text (9 pt at 100 dpi, 12.5 px) under 10 px.
+
+Artefacts under OUT (default `_build/site-check/`): a screenshot per page (light theme), one per page with
+images in the dark theme (screenshots-dark/), a contact sheet of all pages, and report.txt (page weights, the
+dark pass's image widths, problems).
 
     python tools/check_site.py [--html _build/html] [--out _build/site-check]
 """
@@ -151,6 +157,46 @@ async () => {
 """
 
 
+# Runs in the page in dark mode: the theme in force and, per image, its corners' opacity and its widths.
+_DARK_JS = r"""
+async () => {
+  const article = document.querySelector('article') || document.body;
+  const images = [];
+  for (const img of article.querySelectorAll('img')) {
+    if (!img.complete || img.naturalWidth === 0) continue;
+    const w = img.naturalWidth, h = img.naturalHeight;
+    const canvas = document.createElement('canvas');
+    canvas.width = w;
+    canvas.height = h;
+    const context = canvas.getContext('2d');
+    context.drawImage(img, 0, 0);
+    let opaque = true;
+    for (const [x, y] of [[0, 0], [w - 1, 0], [0, h - 1], [w - 1, h - 1], [w >> 1, 0], [0, h >> 1]]) {
+      if (context.getImageData(x, y, 1, 1).data[3] < 255) opaque = false;
+    }
+    images.push({src: img.getAttribute('src'), opaque, natural: w,
+                 shown: img.getBoundingClientRect().width, declared: parseFloat(img.style.width) || null});
+  }
+  return {theme: document.documentElement.dataset.theme, images};
+}
+"""
+MIN_SHOWN = 0.8  # a diagram drawn for its declared width may be shown no smaller than this fraction of it
+
+
+def check_dark_page(page: str, info: dict) -> list[str]:
+    problems = []
+    if info["theme"] != "dark":
+        problems.append(f"{page}: the dark theme was not applied (data-theme={info['theme']!r})")
+    for image in info["images"]:
+        if not image["opaque"]:
+            problems.append(f"{page}: image {image['src']} has a transparent background (unreadable in the "
+                            "dark theme: draw it on an opaque background)")
+        if image["declared"] and image["shown"] < MIN_SHOWN * image["declared"]:
+            problems.append(f"{page}: image {image['src']} is shown {image['shown']:.0f} px wide for a declared "
+                            f"{image['declared']:.0f} px: its text falls under 10 px")
+    return problems
+
+
 def _check_links(page: str, html_dir: Path, links: list[str]) -> list[str]:
     problems = []
     base = f"http://site/{page}"
@@ -243,9 +289,11 @@ def check_site(html_dir: Path, out_dir: Path, screenshots: bool = True,
     html_dir = Path(html_dir).resolve()
     out_dir = Path(out_dir)
     (out_dir / "screenshots").mkdir(parents=True, exist_ok=True)
+    (out_dir / "screenshots-dark").mkdir(parents=True, exist_ok=True)
     problems: list[str] = check_redirects(html_dir)
     report = [f"{'page':<44s} {'requests':>8s} {'weight (kB)':>12s} {'maths':>6s} {'images':>6s}"]
     shots: list[Path] = []
+    with_images: list[str] = []
     with serve(html_dir) as base, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -269,6 +317,8 @@ def check_site(html_dir: Path, out_dir: Path, screenshots: bool = True,
             page.goto(base + page_name, wait_until="load")
             info = page.evaluate(_INSPECT_JS)
             problems += check_page(page_name, info, html_dir)
+            if info["images"]:
+                with_images.append(page_name)
             for url in outside:
                 problems.append(f"{page_name}: requested a resource outside the site (needs network): {url}")
             report.append(f"{page_name:<44s} {len(weights):>8d} {sum(weights) / 1024:>12.0f} "
@@ -278,6 +328,7 @@ def check_site(html_dir: Path, out_dir: Path, screenshots: bool = True,
                 page.screenshot(path=str(shot), full_page=True)
                 shots.append(shot)
             page.close()
+        problems += _dark_pass(browser, base, with_images, out_dir if screenshots else None, report)
         # Search: the static index must find the course's central word.
         page = context.new_page()
         page.goto(base + "search.html?q=attention", wait_until="load")
@@ -298,6 +349,32 @@ def check_site(html_dir: Path, out_dir: Path, screenshots: bool = True,
         report.append(f"screenshots: {out_dir / 'screenshots'}; contact sheet: {out_dir / 'contact_sheet.png'}")
     (out_dir / "report.txt").write_text("\n".join(report + ["", "problems:"] + (problems or ["none"])) + "\n")
     return problems, report
+
+
+def _dark_pass(browser, base: str, pages: list[str], out_dir: Path | None, report: list[str]) -> list[str]:
+    """Open `pages` in the theme's dark mode (the reader's choice is kept in localStorage, as the theme's
+    switch does); return the problems, append each image's widths to `report`, screenshot into out_dir."""
+    problems: list[str] = []
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="dark")
+    context.add_init_script("localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');")
+    report.append("")
+    report.append(f"dark theme: {'page':<44s} {'image':<28s} {'natural':>7s} {'declared':>8s} {'shown':>6s}")
+    for page_name in pages:
+        page = context.new_page()
+        page.goto(base + page_name, wait_until="load")
+        info = page.evaluate(_DARK_JS)
+        problems += check_dark_page(page_name, info)
+        for image in info["images"]:
+            declared = f"{image['declared']:.0f}" if image["declared"] else "-"
+            src = "(data URI)" if image["src"].startswith("data:") else Path(image["src"]).name[:24]
+            report.append(f"dark theme: {page_name:<44s} {src:<28s} "
+                          f"{image['natural']:>7d} {declared:>8s} {image['shown']:>6.0f}")
+        if out_dir is not None:
+            shot = out_dir / "screenshots-dark" / (page_name.replace("/", "__").removesuffix(".html") + ".png")
+            page.screenshot(path=str(shot), full_page=True)
+        page.close()
+    context.close()
+    return problems
 
 
 def main(argv: list[str] | None = None) -> int:
