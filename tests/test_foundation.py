@@ -52,7 +52,8 @@ def test_paper_presets_are_table_3_and_names_are_checked():
 @pytest.mark.parametrize("kwargs, message", [
     ({"d_model": 30, "n_heads": 4}, "divisible by n_heads"),
     ({"d_model": 0}, r"d_model: expected a value >= 1, got 0"),
-    ({"positional": "rotary"}, "positional: expected 'sinusoidal' or 'learned'"),
+    ({"positional": "rotary"}, "positional: expected one of 'sinusoidal', 'learned', 'rope', 'alibi', got 'rotary'"),
+    ({"positional": "rope", "d_model": 12, "n_heads": 4}, r"'rope' rotates pairs .* must be even; got 12 / 4 = 3"),
     ({"dropout": 1.5}, r"dropout: expected a value in \[0.0, 1.0\)"),
     ({"pad_id": 5000}, "pad_id"),
 ])

@@ -9,8 +9,11 @@ import dataclasses
 from dataclasses import dataclass, fields
 from typing import Any
 
-__all__ = ["ModelConfig", "TrainConfig", "MODEL_PRESETS", "TRAIN_PRESETS", "get_preset", "get_train_preset"]
+__all__ = ["ModelConfig", "TrainConfig", "MODEL_PRESETS", "TRAIN_PRESETS", "get_preset", "get_train_preset",
+           "POSITIONAL_KINDS"]
 
+
+POSITIONAL_KINDS = ("sinusoidal", "learned", "rope", "alibi")  # ModelConfig.positional's values
 
 _TYPES = {"int": int, "float": float, "bool": bool, "str": str}
 
@@ -81,7 +84,8 @@ class ModelConfig(_Replaceable):
     dropout: float = 0.1              # P_drop: on sublayer outputs, on embeddings + positions
     attention_dropout: float = 0.0    # dropout on attention weights (0 in the paper's description)
     max_len: int = 512                # rows of the positional table: the longest sequence accepted
-    positional: str = "sinusoidal"    # "sinusoidal" (paper) or "learned"
+    positional: str = "sinusoidal"    # added to embeddings: "sinusoidal" (paper), "learned"; in self-attention:
+                                      # "rope" (Su et al. 2021), "alibi" (Press et al. 2022)
     norm_first: bool = False          # False: post-LN (the paper); True: pre-LN (tensor2tensor, GPT-2, Xiong 2020)
     tie_output_embedding: bool = True # share the decoder input embedding with the output projection (Press & Wolf)
     layer_norm_eps: float = 1e-5      # epsilon inside LayerNorm (torch.nn.LayerNorm's default)
@@ -96,9 +100,13 @@ class ModelConfig(_Replaceable):
         if self.d_model % self.n_heads != 0:
             raise ValueError(f"ModelConfig: d_model={self.d_model} must be divisible by "
                              f"n_heads={self.n_heads} (head size d_model / n_heads)")
-        if self.positional not in ("sinusoidal", "learned"):
-            raise ValueError(f"ModelConfig.positional: expected 'sinusoidal' or 'learned', "
+        if self.positional not in POSITIONAL_KINDS:
+            raise ValueError(f"ModelConfig.positional: expected one of {', '.join(map(repr, POSITIONAL_KINDS))}, "
                              f"got {self.positional!r}")
+        if self.positional == "rope" and (self.d_model // self.n_heads) % 2:
+            raise ValueError(f"ModelConfig.positional: 'rope' rotates pairs of dimensions, so the head width "
+                             f"d_model / n_heads must be even; got {self.d_model} / {self.n_heads} = "
+                             f"{self.d_model // self.n_heads}")
         for name in ("dropout", "attention_dropout"):
             _check_range("ModelConfig", name, getattr(self, name), low=0.0, high=1.0, high_open=True)
         _check_range("ModelConfig", "layer_norm_eps", self.layer_norm_eps, low=0.0, low_open=True)

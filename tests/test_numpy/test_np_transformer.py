@@ -15,7 +15,8 @@ from transformer_course.numpy import (Adam, cross_entropy_backward, cross_entrop
 from transformer_course.numpy.gradcheck import gradcheck
 from transformer_course.numpy.masks import causal_mask, padding_mask
 
-VARIANTS = list(itertools.product([False, True], ["sinusoidal", "learned"], [True, False]))
+VARIANTS = list(itertools.product([False, True], ["sinusoidal", "learned"], [True, False])) + [
+    (False, "rope", True), (True, "alibi", False)]        # the position terms inside self-attention
 
 
 @pytest.mark.parametrize("norm_first,positional,tied", VARIANTS)

@@ -201,3 +201,12 @@ def test_single_encoder_and_decoder_layers(norm_first):
     assert_trees_close(xt.grad, dx)
     assert_trees_close(mt.grad, dmemory)
     assert_trees_close(grads_as_numpy(dec), grads)
+
+
+def test_rotary_positions_and_alibi_bias():
+    from transformer_course.numpy.positional import alibi_bias as np_alibi_bias
+    from transformer_course.numpy.positional import rotary_positions_forward
+    from transformer_course.torch.positional import RotaryPositions, alibi_bias
+    x = np.random.default_rng(0).standard_normal((2, 3, 5, 8))
+    assert_trees_close(RotaryPositions(8, max_len=16)(t(x), 4), rotary_positions_forward(x, 4)[0])
+    assert_trees_close(alibi_bias(6, 3, 5, offset=2, dtype=torch.float64), np_alibi_bias(6, 3, 5, 2, np.float64))

@@ -40,8 +40,9 @@ def test_loss(eps):
 
 
 @pytest.mark.parametrize("overrides", [{}, {"norm_first": True},
-                                       {"positional": "learned", "tie_output_embedding": False}],
-                         ids=["post-LN", "pre-LN", "learned-untied"])
+                                       {"positional": "learned", "tie_output_embedding": False},
+                                       {"positional": "rope"}, {"positional": "alibi", "norm_first": True}],
+                         ids=["post-LN", "pre-LN", "learned-untied", "rope", "alibi-pre-LN"])
 def test_full_model_logits_loss_and_gradients(overrides):
     np_transformer = pytest.importorskip("transformer_course.numpy.transformer")
     np_loss = pytest.importorskip("transformer_course.numpy.loss")
@@ -71,11 +72,13 @@ def test_weights_from_numpy_init_run_in_torch():
     assert_trees_close(torch_to_numpy(model, dtype=np.float32), params, tol=0.0)
 
 
-def test_greedy_decoding_gives_the_same_tokens():
+@pytest.mark.parametrize("positional", ["sinusoidal", "rope", "alibi"])
+def test_greedy_decoding_gives_the_same_tokens(positional):
     np_decoding = pytest.importorskip("transformer_course.numpy.decoding")
     from transformer_course.torch.decoding import greedy_decode
     torch.manual_seed(0)
-    model = randomise(Transformer(CONFIG.replace(tie_output_embedding=False)), scale=0.8).eval()
+    model = randomise(Transformer(CONFIG.replace(tie_output_embedding=False, positional=positional)),
+                      scale=0.8).eval()
     params = torch_to_numpy(model)
     src, _, _ = _batch()
     ours = greedy_decode(model, t(src), max_len=10, bos_id=1, eos_id=2)

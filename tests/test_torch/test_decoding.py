@@ -29,8 +29,11 @@ def test_cached_and_uncached_greedy_give_identical_tokens(norm_first, fused):
     assert len(set(cached.flatten().tolist())) > 3      # the test model does not just repeat one token
 
 
-def test_cached_logits_equal_full_decoder_logits_including_multi_token_steps():
-    model = lively_model()
+@pytest.mark.parametrize("positional", ["sinusoidal", "rope", "alibi"])
+def test_cached_logits_equal_full_decoder_logits_including_multi_token_steps(positional):
+    """RoPE rotates each new key at its own position before it joins the cache; ALiBi's bias starts at the
+    first new query's position."""
+    model = lively_model(SMALL.replace(positional=positional))
     src, tgt = random_batch(B=3, S=7, T=6)
     tgt[:, :] = tgt[0]                                   # no target padding: a cache never holds padding
     src_mask = model.make_src_mask(src)

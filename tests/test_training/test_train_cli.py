@@ -57,3 +57,16 @@ def test_module_entry_point_help():
     result = subprocess.run([sys.executable, "-m", "transformer_course", "--help"], capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 0 and "train" in result.stdout and "translate" in result.stdout
+
+
+@pytest.mark.parametrize("positional", ["rope", "alibi"])
+def test_train_with_a_position_term_in_attention(positional, tmp_path, capsys):
+    """`--set positional=rope|alibi` trains the numbers task, and the run translates after reloading."""
+    out = tmp_path / positional
+    assert main(["train", "--task", "numbers", "--max-number", "299", "--preset", "tiny", "--max-steps", "3",
+                 "--device", "cpu", "--threads", "1", "--no-progress", "--set", f"positional={positional}",
+                 "--out", str(out)]) == 0
+    assert json.loads((out / "history.json").read_text())["step"][-1] == 3
+    capsys.readouterr()
+    assert main(["translate", "--checkpoint", str(out), "--device", "cpu", "seven"]) == 0
+    assert capsys.readouterr().out.strip()              # one line of output (untrained: any words)

@@ -15,6 +15,7 @@ import numpy as np
 from .dropout import dropout_backward, dropout_forward
 from .functional import linear_backward, linear_forward, softmax_backward, xavier_uniform
 from .masks import check_mask
+from .positional import alibi_bias, rotary_positions_backward, rotary_positions_forward
 
 __all__ = ["dot_scores_forward", "dot_scores_backward", "scaled_dot_scores_forward", "scaled_dot_scores_backward",
            "cosine_scores_forward", "cosine_scores_backward", "init_general_scores", "general_scores_forward",
@@ -182,18 +183,30 @@ def location_scores_backward(dscores: np.ndarray, cache: tuple) -> tuple[np.ndar
 
 # ---------------------------------------------------------------- from scores to weights to outputs
 
-def _check_mask_fits(mask, scores_shape: tuple, name: str = "mask") -> None:
-    """A mask must be boolean and broadcast to the scores without enlarging them (nothing silently broadcasts)."""
-    if not isinstance(mask, np.ndarray) or mask.dtype != bool:
-        got = mask.dtype if isinstance(mask, np.ndarray) else type(mask).__name__
-        raise ValueError(f"{name}: expected a bool array (True = may attend), got {got}")
+def _check_fits_scores(x, scores_shape: tuple, name: str, expected: str) -> None:
+    """x must broadcast to the scores without enlarging them (nothing silently broadcasts)."""
     try:
-        fits = np.broadcast_shapes(mask.shape, scores_shape) == tuple(scores_shape)
+        fits = np.broadcast_shapes(x.shape, scores_shape) == tuple(scores_shape)
     except ValueError:
         fits = False
     if not fits:
-        raise ValueError(f"{name}: shape {mask.shape} does not broadcast to the scores' shape "
-                         f"{tuple(scores_shape)} (expected (B or 1, Tq or 1, Tk), heads inserted as axis 1)")
+        raise ValueError(f"{name}: shape {x.shape} does not broadcast to the scores' shape "
+                         f"{tuple(scores_shape)} (expected {expected})")
+
+
+def _check_mask_fits(mask, scores_shape: tuple, name: str = "mask") -> None:
+    """A mask must be boolean and fit the scores."""
+    if not isinstance(mask, np.ndarray) or mask.dtype != bool:
+        got = mask.dtype if isinstance(mask, np.ndarray) else type(mask).__name__
+        raise ValueError(f"{name}: expected a bool array (True = may attend), got {got}")
+    _check_fits_scores(mask, scores_shape, name, "(B or 1, Tq or 1, Tk), heads inserted as axis 1")
+
+
+def _check_bias_fits(bias, scores_shape: tuple) -> None:
+    """An additive score bias (ALiBi's) must be a float array that fits the scores."""
+    if not isinstance(bias, np.ndarray) or not np.issubdtype(bias.dtype, np.floating):
+        raise ValueError(f"bias: expected a float array, got {getattr(bias, 'dtype', type(bias).__name__)}")
+    _check_fits_scores(bias, scores_shape, "bias", "(H, Tq, Tk)")
 
 
 def masked_softmax(scores: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
@@ -241,12 +254,17 @@ def attention_pooling_backward(dout: np.ndarray, cache: dict) -> tuple[np.ndarra
 def scaled_dot_product_attention_forward(q: np.ndarray, k: np.ndarray, v: np.ndarray,
                                          mask: np.ndarray | None = None, dropout_p: float = 0.0,
                                          rng: np.random.Generator | None = None,
-                                         training: bool = False) -> tuple[np.ndarray, dict]:
-    """softmax(q k^T / sqrt(Dh)) v, for q (..., Tq, Dh), k and v (..., Tk, Dh); `mask` broadcasts to the scores.
+                                         training: bool = False,
+                                         bias: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+    """softmax(q k^T / sqrt(Dh) + bias) v, for q (..., Tq, Dh), k and v (..., Tk, Dh); `mask` and `bias` (ALiBi's
+    (H, Tq, Tk), a constant) broadcast to the scores.
 
     Dropout (if any) acts on the weights; cache["weights"] holds the weights before dropout (for plots).
     """
     scores, scores_cache = scaled_dot_scores_forward(q, k)  # (B, H, Tq, Tk)
+    if bias is not None:
+        _check_bias_fits(bias, scores.shape)
+        scores = scores + bias                           # (B, H, Tq, Tk): a constant, so dscores passes through
     weights = masked_softmax(scores, mask)               # (B, H, Tq, Tk)
     dropped, drop_cache = dropout_forward(weights, dropout_p, rng, training)  # (B, H, Tq, Tk)
     out = dropped @ v                                    # (B, H, Tq, Tk) @ (B, H, Tk, Dh) -> (B, H, Tq, Dh)
@@ -281,14 +299,18 @@ def init_multi_head_attention(rng: np.random.Generator, d_model: int, n_heads: i
 
 def multi_head_attention_forward(x_q: np.ndarray, x_kv: np.ndarray, params: dict, n_heads: int,
                                  mask: np.ndarray | None = None, dropout: float = 0.0,
-                                 rng: np.random.Generator | None = None,
-                                 training: bool = False) -> tuple[np.ndarray, dict]:
+                                 rng: np.random.Generator | None = None, training: bool = False,
+                                 positional: str | None = None) -> tuple[np.ndarray, dict]:
     """MultiHead(Q, K, V) = Concat(head_1 .. head_H) W_o, head_h = Attention(Q W_q^h, K W_k^h, V W_v^h).
 
     x_q (B, Tq, D) attends to x_kv (B, Tk, D) (the same array for self-attention); mask (B or 1, Tq or 1, Tk),
-    True = may attend; dropout acts on the attention weights. Returns (out (B, Tq, D), cache);
-    cache["weights"] is (B, H, Tq, Tk).
+    True = may attend; dropout acts on the attention weights. `positional` is the position term of
+    self-attention: "rope" rotates queries and keys by their positions, "alibi" adds -m_h |i - j| to the scores;
+    None (cross-attention, and models that add positions to the embeddings) adds nothing.
+    Returns (out (B, Tq, D), cache); cache["weights"] is (B, H, Tq, Tk).
     """
+    if positional not in (None, "rope", "alibi"):
+        raise ValueError(f"positional: expected None, 'rope' or 'alibi', got {positional!r}")
     D = params["W_q"].shape[0]
     if not isinstance(x_q, np.ndarray) or x_q.ndim != 3 or x_q.shape[-1] != D:
         raise ValueError(f"x_q: expected shape (B, Tq, d_model={D}), got {getattr(x_q, 'shape', type(x_q))}")
@@ -306,14 +328,22 @@ def multi_head_attention_forward(x_q: np.ndarray, x_kv: np.ndarray, params: dict
     q = q.reshape(B, Tq, H, Dh).transpose(0, 2, 1, 3)    # (B, Tq, D) -> (B, H, Tq, Dh)
     k = k.reshape(B, Tk, H, Dh).transpose(0, 2, 1, 3)    # (B, Tk, D) -> (B, H, Tk, Dh)
     v = v.reshape(B, Tk, H, Dh).transpose(0, 2, 1, 3)    # (B, Tk, D) -> (B, H, Tk, Dh)
+    rope_caches = bias = None
+    if positional == "rope":                             # rotate queries and keys by their positions
+        q, q_rope = rotary_positions_forward(q)          # (B, H, Tq, Dh)
+        k, k_rope = rotary_positions_forward(k)          # (B, H, Tk, Dh)
+        rope_caches = (q_rope, k_rope)
+    elif positional == "alibi":                          # a linear penalty on the distance, added to the scores
+        bias = alibi_bias(H, Tq, Tk, dtype=q.dtype)      # (H, Tq, Tk)
     if mask is not None:
         check_mask(mask, B, Tq, Tk)
         mask = mask[:, None]                             # (B, Tq, Tk) -> (B, 1, Tq, Tk): same for every head
-    heads, attn_cache = scaled_dot_product_attention_forward(q, k, v, mask, dropout, rng, training)  # (B, H, Tq, Dh)
+    heads, attn_cache = scaled_dot_product_attention_forward(q, k, v, mask, dropout, rng, training,
+                                                             bias)  # (B, H, Tq, Dh)
     merged = heads.transpose(0, 2, 1, 3).reshape(B, Tq, D)  # (B, H, Tq, Dh) -> (B, Tq, H, Dh) -> (B, Tq, D)
     out, o_cache = linear_forward(merged, params["W_o"], params["b_o"])  # (B, Tq, D)
     cache = {"shape": (B, Tq, Tk, H), "keys": list(params), "q": q_cache, "k": k_cache, "v": v_cache,
-             "attn": attn_cache, "o": o_cache, "weights": attn_cache["weights"]}
+             "rope": rope_caches, "attn": attn_cache, "o": o_cache, "weights": attn_cache["weights"]}
     return out, cache
 
 
@@ -326,6 +356,9 @@ def multi_head_attention_backward(dout: np.ndarray, cache: dict) -> tuple[tuple[
     dmerged, grads["W_o"], grads["b_o"] = linear_backward(dout, cache["o"])  # (B, Tq, D)
     dheads = dmerged.reshape(B, Tq, H, Dh).transpose(0, 2, 1, 3)  # (B, Tq, D) -> (B, H, Tq, Dh)
     dq, dk, dv = scaled_dot_product_attention_backward(dheads, cache["attn"])  # (B, H, T*, Dh)
+    if cache["rope"] is not None:                        # undo the rotations: rotate the gradients back
+        dq = rotary_positions_backward(dq, cache["rope"][0])  # (B, H, Tq, Dh)
+        dk = rotary_positions_backward(dk, cache["rope"][1])  # (B, H, Tk, Dh)
     dq = dq.transpose(0, 2, 1, 3).reshape(B, Tq, D)      # (B, H, Tq, Dh) -> (B, Tq, D)
     dk = dk.transpose(0, 2, 1, 3).reshape(B, Tk, D)      # (B, H, Tk, Dh) -> (B, Tk, D)
     dv = dv.transpose(0, 2, 1, 3).reshape(B, Tk, D)      # (B, H, Tk, Dh) -> (B, Tk, D)
@@ -339,9 +372,11 @@ def multi_head_attention_backward(dout: np.ndarray, cache: dict) -> tuple[tuple[
 
 def self_attention_forward(x: np.ndarray, params: dict, n_heads: int, mask: np.ndarray | None = None,
                            dropout: float = 0.0, rng: np.random.Generator | None = None,
-                           training: bool = False) -> tuple[np.ndarray, dict]:
-    """Multi-head attention of x (B, T, D) to itself: queries, keys and values all come from x."""
-    return multi_head_attention_forward(x, x, params, n_heads, mask, dropout, rng, training)  # (B, T, D)
+                           training: bool = False, positional: str | None = None) -> tuple[np.ndarray, dict]:
+    """Multi-head attention of x (B, T, D) to itself: queries, keys and values all come from x (and, with
+    positional="rope" or "alibi", the position term lives here)."""
+    return multi_head_attention_forward(x, x, params, n_heads, mask, dropout, rng, training,
+                                        positional)  # (B, T, D)
 
 
 def self_attention_backward(dout: np.ndarray, cache: dict) -> tuple[np.ndarray, dict]:

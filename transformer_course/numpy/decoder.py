@@ -33,12 +33,14 @@ def decoder_layer_forward(x: np.ndarray, memory: np.ndarray, params: dict, n_hea
                           self_mask: np.ndarray | None = None, cross_mask: np.ndarray | None = None,
                           norm_first: bool = False, dropout: float = 0.0, attention_dropout: float = 0.0,
                           eps: float = 1e-5, rng: np.random.Generator | None = None,
-                          training: bool = False) -> tuple[np.ndarray, dict]:
+                          training: bool = False, positional: str | None = None) -> tuple[np.ndarray, dict]:
     """x (B, T, D), memory (B, S, D), self_mask (B or 1, T or 1, T), cross_mask (B or 1, T or 1, S)
-    -> (x (B, T, D), cache); cache["weights"] = (self (B, H, T, T), cross (B, H, T, S))."""
+    -> (x (B, T, D), cache); cache["weights"] = (self (B, H, T, T), cross (B, H, T, S)).
+    positional="rope" or "alibi" acts in the self-attention only: the decoder's queries and the memory's keys
+    have no common position axis, so cross-attention gets no position term."""
     def self_attention(h):
         return self_attention_forward(h, params["self_attn"], n_heads, self_mask, attention_dropout, rng,
-                                      training)  # (B, T, D)
+                                      training, positional)  # (B, T, D)
 
     def cross_attention(h):
         return multi_head_attention_forward(h, memory, params["cross_attn"], n_heads, cross_mask,
@@ -80,7 +82,7 @@ def decoder_forward(x: np.ndarray, memory: np.ndarray, params: dict, n_heads: in
                     self_mask: np.ndarray | None = None, cross_mask: np.ndarray | None = None,
                     norm_first: bool = False, dropout: float = 0.0, attention_dropout: float = 0.0,
                     eps: float = 1e-5, rng: np.random.Generator | None = None,
-                    training: bool = False) -> tuple[np.ndarray, dict]:
+                    training: bool = False, positional: str | None = None) -> tuple[np.ndarray, dict]:
     """x (B, T, D), memory (B, S, D) -> (x (B, T, D), cache); cache["weights"] = {"self": [...], "cross": [...]}."""
     if norm_first != ("norm" in params):
         raise ValueError(f"params: a {'pre' if norm_first else 'post'}-LN decoder (norm_first={norm_first}) "
@@ -92,7 +94,8 @@ def decoder_forward(x: np.ndarray, memory: np.ndarray, params: dict, n_heads: in
     layer_caches = []
     for layer_params in params["layers"]:
         x, layer_cache = decoder_layer_forward(x, memory, layer_params, n_heads, self_mask, cross_mask,
-                                               norm_first, dropout, attention_dropout, eps, rng, training)  # (B, T, D)
+                                               norm_first, dropout, attention_dropout, eps, rng, training,
+                                               positional)  # (B, T, D)
         layer_caches.append(layer_cache)
     norm_cache = None
     if norm_first:

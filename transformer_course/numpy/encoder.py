@@ -22,11 +22,12 @@ def init_encoder_layer(rng: np.random.Generator, d_model: int, n_heads: int, d_f
 def encoder_layer_forward(x: np.ndarray, params: dict, n_heads: int, mask: np.ndarray | None = None,
                           norm_first: bool = False, dropout: float = 0.0, attention_dropout: float = 0.0,
                           eps: float = 1e-5, rng: np.random.Generator | None = None,
-                          training: bool = False) -> tuple[np.ndarray, dict]:
-    """x (B, S, D), mask (B or 1, S or 1, S) -> (x (B, S, D), cache); cache["weights"] is (B, H, S, S)."""
+                          training: bool = False, positional: str | None = None) -> tuple[np.ndarray, dict]:
+    """x (B, S, D), mask (B or 1, S or 1, S) -> (x (B, S, D), cache); cache["weights"] is (B, H, S, S).
+    positional="rope" or "alibi" puts the position term in the self-attention (see `multi_head_attention_forward`)."""
     def self_attention(h):
         return self_attention_forward(h, params["self_attn"], n_heads, mask, attention_dropout, rng,
-                                      training)  # (B, S, D)
+                                      training, positional)  # (B, S, D)
 
     def ffn(h):
         return feedforward_forward(h, params["ffn"])     # (B, S, D)
@@ -56,7 +57,7 @@ def init_encoder(rng: np.random.Generator, n_layers: int, d_model: int, n_heads:
 def encoder_forward(x: np.ndarray, params: dict, n_heads: int, mask: np.ndarray | None = None,
                     norm_first: bool = False, dropout: float = 0.0, attention_dropout: float = 0.0,
                     eps: float = 1e-5, rng: np.random.Generator | None = None,
-                    training: bool = False) -> tuple[np.ndarray, dict]:
+                    training: bool = False, positional: str | None = None) -> tuple[np.ndarray, dict]:
     """x (B, S, D) -> (memory (B, S, D), cache); cache["weights"] is [(B, H, S, S) per layer]."""
     if norm_first != ("norm" in params):
         raise ValueError(f"params: a {'pre' if norm_first else 'post'}-LN encoder (norm_first={norm_first}) "
@@ -64,7 +65,7 @@ def encoder_forward(x: np.ndarray, params: dict, n_heads: int, mask: np.ndarray 
     layer_caches = []
     for layer_params in params["layers"]:
         x, layer_cache = encoder_layer_forward(x, layer_params, n_heads, mask, norm_first, dropout,
-                                               attention_dropout, eps, rng, training)  # (B, S, D)
+                                               attention_dropout, eps, rng, training, positional)  # (B, S, D)
         layer_caches.append(layer_cache)
     norm_cache = None
     if norm_first:

@@ -1,7 +1,13 @@
-"""Positional information: the paper's fixed sinusoids (default) or learned position vectors (an option).
+"""Positional information: the paper's fixed sinusoids (default) or learned position vectors (an option), both
+added to the token embeddings; or, inside self-attention, rotary position embeddings (RoPE) or ALiBi's linear
+biases.
 
-Attention is blind to order (permuting the tokens permutes its outputs), so a vector that depends on the
-position is added to every token embedding.
+Attention is blind to order (permuting the tokens permutes its outputs). The paper adds a vector that depends
+on the position to every token embedding. RoPE (Su et al. 2021) instead rotates each query and key by an angle
+proportional to its position, so that their dot product depends on the offset between the two positions only;
+ALiBi (Press et al. 2022) adds -m_h |i - j| to head h's score of query i for key j, a penalty that grows with
+the distance. Both act in self-attention only: a query of the decoder and a key of the encoder's memory have
+no common position axis, so cross-attention gets no position term.
 """
 from __future__ import annotations
 
@@ -10,8 +16,9 @@ import functools
 import numpy as np
 
 
-__all__ = ["sinusoidal_encoding", "sinusoidal_positions_forward", "sinusoidal_positions_backward",
-           "init_learned_positions", "learned_positions_forward", "learned_positions_backward"]
+__all__ = ["sinusoidal_encoding", "check_length", "sinusoidal_positions_forward", "sinusoidal_positions_backward",
+           "init_learned_positions", "learned_positions_forward", "learned_positions_backward",
+           "rotary_angles", "rotary_positions_forward", "rotary_positions_backward", "alibi_slopes", "alibi_bias"]
 
 
 @functools.lru_cache(maxsize=16)
@@ -38,7 +45,8 @@ def sinusoidal_encoding(max_len: int, d_model: int, dtype=np.float32) -> np.ndar
     return pe.astype(dtype)                              # (max_len, D)
 
 
-def _check_length(x: np.ndarray, offset: int, max_len: int) -> None:
+def check_length(x: np.ndarray, offset: int, max_len: int) -> None:
+    """x (B, T, D) must fit positions offset .. offset + T - 1 below max_len (the longest sequence accepted)."""
     if not isinstance(x, np.ndarray) or x.ndim != 3:
         raise ValueError(f"x: expected shape (B, T, D), got {getattr(x, 'shape', type(x).__name__)}")
     if offset + x.shape[1] > max_len:
@@ -48,7 +56,7 @@ def _check_length(x: np.ndarray, offset: int, max_len: int) -> None:
 
 def sinusoidal_positions_forward(x: np.ndarray, max_len: int, offset: int = 0) -> tuple[np.ndarray, None]:
     """x + PE[offset : offset + T] (offset > 0 when decoding one position at a time). No parameters."""
-    _check_length(x, offset, max_len)
+    check_length(x, offset, max_len)
     B, T, D = x.shape
     pe = _sinusoidal_table(max_len, D, x.dtype.name)     # (max_len, D), cached per (max_len, D, dtype)
     return x + pe[offset:offset + T], None               # (B, T, D) + (T, D) -> (B, T, D)
@@ -67,7 +75,7 @@ def init_learned_positions(rng: np.random.Generator, max_len: int, d_model: int,
 def learned_positions_forward(x: np.ndarray, params: dict, offset: int = 0) -> tuple[np.ndarray, tuple]:
     """x + P[offset : offset + T]."""
     P = params["P"]
-    _check_length(x, offset, P.shape[0])
+    check_length(x, offset, P.shape[0])
     B, T, D = x.shape
     if D != P.shape[1]:
         raise ValueError(f"x: expected last axis d_model={P.shape[1]}, got shape {x.shape}")
@@ -80,3 +88,68 @@ def learned_positions_backward(dout: np.ndarray, cache: tuple) -> tuple[np.ndarr
     dP = np.zeros(shape, dtype=dout.dtype)               # (max_len, D)
     dP[offset:offset + T] = dout.sum(axis=0)             # (T, D)
     return dout, {"P": dP}
+
+
+# ---------------------------------------------------------------- rotary position embeddings (Su et al. 2021)
+
+def rotary_angles(positions: np.ndarray, d_head: int) -> np.ndarray:
+    """theta[p, i] = p * 10000^(-2i / Dh) for each position p and pair i = 0 .. Dh/2 - 1: the angle by which
+    pair (2i, 2i + 1) of a query or key at position p is rotated. Float64 (the PyTorch twin's table agrees)."""
+    if not isinstance(d_head, (int, np.integer)) or d_head <= 0 or d_head % 2:
+        raise ValueError(f"d_head: rotary embeddings rotate pairs of dimensions, so the head width must be a "
+                         f"positive even number; got {d_head!r}")
+    inverse_frequency = np.power(10000.0, -np.arange(0, d_head, 2, dtype=np.float64) / d_head)  # (Dh/2,)
+    return np.asarray(positions, dtype=np.float64)[:, None] * inverse_frequency  # (T, Dh/2)
+
+
+def rotary_positions_forward(x: np.ndarray, offset: int = 0) -> tuple[np.ndarray, tuple]:
+    """Rotate each pair (x[..., 2i], x[..., 2i+1]) of x (B, H, T, Dh) by the angle of its position offset + t.
+
+    As complex numbers, pair i becomes (x_2i + j x_2i+1) e^(j theta), so a query at position m and a key at n
+    score Re(sum_i q_i conj(k_i) e^(j (m - n) theta_i)): a function of the offset m - n only.
+    """
+    if not isinstance(x, np.ndarray) or x.ndim != 4:
+        raise ValueError(f"x: expected shape (B, H, T, Dh), got {getattr(x, 'shape', type(x).__name__)}")
+    T, Dh = x.shape[2], x.shape[3]
+    angles = rotary_angles(np.arange(offset, offset + T), Dh)  # (T, Dh/2)
+    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)  # (T, Dh/2) each
+    even, odd = x[..., 0::2], x[..., 1::2]              # (B, H, T, Dh/2) each
+    out = np.empty_like(x)                               # (B, H, T, Dh)
+    out[..., 0::2] = even * cos - odd * sin              # the 2-D rotation of every pair
+    out[..., 1::2] = even * sin + odd * cos
+    return out, (cos, sin)
+
+
+def rotary_positions_backward(dout: np.ndarray, cache: tuple) -> np.ndarray:
+    """A rotation's transpose is the rotation by the opposite angle: the gradient is rotated back."""
+    cos, sin = cache
+    deven, dodd = dout[..., 0::2], dout[..., 1::2]      # (B, H, T, Dh/2) each
+    dx = np.empty_like(dout)                             # (B, H, T, Dh)
+    dx[..., 0::2] = deven * cos + dodd * sin
+    dx[..., 1::2] = -deven * sin + dodd * cos
+    return dx
+
+
+# ---------------------------------------------------------------- ALiBi (Press et al. 2022)
+
+def alibi_slopes(n_heads: int) -> np.ndarray:
+    """m_h = 2^(-8h / H), h = 1 .. H: Press et al.'s geometric slopes (1/2, 1/4, ..., 1/256 for H = 8). For H
+    not a power of two they take the slopes of the power of two below H, then every other slope of twice that
+    power for the remaining heads; so does this function."""
+    if not isinstance(n_heads, (int, np.integer)) or n_heads <= 0:
+        raise ValueError(f"n_heads: expected a positive int, got {n_heads!r}")
+    power = 2 ** int(np.floor(np.log2(n_heads)))        # the largest power of two <= H
+    slopes = [2.0 ** (-8.0 * h / power) for h in range(1, power + 1)]
+    if power < n_heads:
+        slopes += [2.0 ** (-8.0 * h / (2 * power)) for h in range(1, 2 * power + 1, 2)][:n_heads - power]
+    return np.array(slopes, dtype=np.float64)            # (H,)
+
+
+def alibi_bias(n_heads: int, n_queries: int, n_keys: int, offset: int = 0, dtype=np.float32) -> np.ndarray:
+    """bias[h, i, j] = -m_h |(offset + i) - j|: added to head h's scores, it lowers a key's score linearly with
+    its distance from the query (queries sit at positions offset .. offset + n_queries - 1, keys at
+    0 .. n_keys - 1). In the decoder the causal mask hides j > i, so this is Press et al.'s -m_h (i - j); in the
+    encoder, which they did not use, both directions are penalised alike (the course's choice). No parameters."""
+    slopes = alibi_slopes(n_heads)                       # (H,)
+    distance = np.abs(np.arange(offset, offset + n_queries)[:, None] - np.arange(n_keys)[None, :])  # (Tq, Tk)
+    return (-slopes[:, None, None] * distance).astype(dtype)  # (H, Tq, Tk)

@@ -1,7 +1,8 @@
 """The encoder-decoder Transformer of Vaswani et al. (2017) in NumPy: init, encode, decode, forward, backward.
 
 Paper defaults from the ModelConfig: post-LN (`norm_first=True` for pre-LN), sinusoidal positions
-(`positional="learned"` for learned ones), the target embedding tied to the output projection
+(`positional="learned"` for learned ones added to the embeddings, "rope" or "alibi" for a position term inside
+every self-attention), the target embedding tied to the output projection
 (`tie_output_embedding`; the output layer has no bias in either case). Source and target share one position
 table. Parameter keys follow the PyTorch `Transformer`'s submodules, so `torch.convert` maps them one to one:
 src_embedding, tgt_embedding, positions (learned only), encoder, decoder, W_out (untied only).
@@ -18,8 +19,8 @@ from .embedding import (check_tokens, embedding_backward, embedding_forward, ini
 from .encoder import encoder_backward, encoder_forward, init_encoder
 from .functional import xavier_uniform
 from .masks import causal_mask, combine_masks, padding_mask
-from .positional import (init_learned_positions, learned_positions_backward, learned_positions_forward,
-                         sinusoidal_positions_backward, sinusoidal_positions_forward)
+from .positional import (check_length, init_learned_positions, learned_positions_backward,
+                         learned_positions_forward, sinusoidal_positions_backward, sinusoidal_positions_forward)
 
 __all__ = ["init_transformer", "make_src_mask", "make_tgt_mask", "encode_forward", "encode_backward",
            "decode_forward", "decode_backward", "transformer_forward", "transformer_backward"]
@@ -62,16 +63,24 @@ def make_tgt_mask(tgt_in: np.ndarray, config: ModelConfig) -> np.ndarray:
     return combine_masks(causal_mask(T), padding_mask(tgt_in, config.pad_id))  # (B, T, T)
 
 
+def _attention_positional(config: ModelConfig) -> str | None:
+    """The position term the self-attention layers apply: "rope", "alibi", or None (added to the embeddings)."""
+    return config.positional if config.positional in ("rope", "alibi") else None
+
+
 def _positions_forward(x: np.ndarray, params: dict, config: ModelConfig, offset: int = 0):
     if config.positional == "learned":
         return learned_positions_forward(x, params["positions"], offset)  # (B, T, D)
-    return sinusoidal_positions_forward(x, config.max_len, offset)  # (B, T, D)
+    if config.positional == "sinusoidal":
+        return sinusoidal_positions_forward(x, config.max_len, offset)  # (B, T, D)
+    check_length(x, offset, config.max_len)              # rope / alibi: nothing added here, same length limit
+    return x, None
 
 
 def _positions_backward(dout: np.ndarray, cache, config: ModelConfig):
     if config.positional == "learned":
         return learned_positions_backward(dout, cache)   # (B, T, D), {"P": dP}
-    return sinusoidal_positions_backward(dout, cache), None  # (B, T, D), no parameters
+    return sinusoidal_positions_backward(dout, cache), None  # (B, T, D), no parameters (rope / alibi: none here)
 
 
 # ---------------------------------------------------------------- the two halves
@@ -87,7 +96,8 @@ def encode_forward(src: np.ndarray, params: dict, config: ModelConfig, src_mask:
     x, pos_cache = _positions_forward(x, params, c)      # (B, S, D)
     x, drop_cache = dropout_forward(x, c.dropout, rng, training)  # (B, S, D)
     memory, enc_cache = encoder_forward(x, params["encoder"], c.n_heads, src_mask, c.norm_first, c.dropout,
-                                        c.attention_dropout, c.layer_norm_eps, rng, training)  # (B, S, D)
+                                        c.attention_dropout, c.layer_norm_eps, rng, training,
+                                        _attention_positional(c))  # (B, S, D)
     cache = {"config": c, "emb": emb_cache, "pos": pos_cache, "drop": drop_cache, "encoder": enc_cache,
              "weights": enc_cache["weights"]}
     return memory, cache
@@ -126,7 +136,8 @@ def decode_forward(tgt_in: np.ndarray, memory: np.ndarray, params: dict, config:
     y, pos_cache = _positions_forward(y, params, c)      # (B, T, D)
     y, drop_cache = dropout_forward(y, c.dropout, rng, training)  # (B, T, D)
     y, dec_cache = decoder_forward(y, memory, params["decoder"], c.n_heads, tgt_mask, src_mask, c.norm_first,
-                                   c.dropout, c.attention_dropout, c.layer_norm_eps, rng, training)  # (B, T, D)
+                                   c.dropout, c.attention_dropout, c.layer_norm_eps, rng, training,
+                                   _attention_positional(c))  # (B, T, D)
     tied = c.tie_output_embedding
     W = params["tgt_embedding"]["E"] if tied else params["W_out"]  # (V, D) tied, (D, V) untied
     logits, out_cache = output_projection_forward(y, W, tied)  # (B, T, D) -> (B, T, V)

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .masks import check_mask
+from .positional import RotaryPositions, alibi_bias
 
 __all__ = ["dot_scores", "scaled_dot_scores", "cosine_scores", "general_scores", "additive_scores",
            "location_scores", "masked_softmax", "attention_pooling", "scaled_dot_product_attention",
@@ -103,18 +104,30 @@ def location_scores(q: torch.Tensor, W_a: torch.Tensor) -> torch.Tensor:
 
 # ---------------------------------------------------------------- from scores to weights to outputs
 
-def _check_mask_fits(mask, scores_shape: torch.Size, name: str = "mask") -> None:
-    """A mask must be boolean and broadcast to the scores without enlarging them (nothing silently broadcasts)."""
-    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
-        raise ValueError(f"{name}: expected a bool tensor (True = may attend), got {got}")
+def _check_fits_scores(x: torch.Tensor, scores_shape: torch.Size, name: str, expected: str) -> None:
+    """x must broadcast to the scores without enlarging them (nothing silently broadcasts)."""
     try:
-        fits = torch.broadcast_shapes(mask.shape, scores_shape) == scores_shape
+        fits = torch.broadcast_shapes(x.shape, scores_shape) == scores_shape
     except RuntimeError:
         fits = False
     if not fits:
-        raise ValueError(f"{name}: shape {tuple(mask.shape)} does not broadcast to the scores' shape "
-                         f"{tuple(scores_shape)} (expected (B or 1, Tq or 1, Tk), heads inserted as axis 1)")
+        raise ValueError(f"{name}: shape {tuple(x.shape)} does not broadcast to the scores' shape "
+                         f"{tuple(scores_shape)} (expected {expected})")
+
+
+def _check_mask_fits(mask, scores_shape: torch.Size, name: str = "mask") -> None:
+    """A mask must be boolean and fit the scores."""
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise ValueError(f"{name}: expected a bool tensor (True = may attend), got {got}")
+    _check_fits_scores(mask, scores_shape, name, "(B or 1, Tq or 1, Tk), heads inserted as axis 1")
+
+
+def _check_bias_fits(bias, scores_shape: torch.Size) -> None:
+    """An additive score bias (ALiBi's) must be a float tensor that fits the scores."""
+    if not isinstance(bias, torch.Tensor) or not bias.is_floating_point():
+        raise ValueError(f"bias: expected a float tensor, got {getattr(bias, 'dtype', type(bias).__name__)}")
+    _check_fits_scores(bias, scores_shape, "bias", "(H, Tq, Tk)")
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -143,12 +156,17 @@ def attention_pooling(scores: torch.Tensor, values: torch.Tensor,
 
 def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                  mask: torch.Tensor | None = None, dropout_p: float = 0.0,
-                                 training: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(q k^T / sqrt(Dh)) v, for q (..., Tq, Dh), k and v (..., Tk, Dh); `mask` broadcasts to the scores.
+                                 training: bool = False,
+                                 bias: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(q k^T / sqrt(Dh) + bias) v, for q (..., Tq, Dh), k and v (..., Tk, Dh); `mask` and `bias` (ALiBi's
+    (H, Tq, Tk), a constant) broadcast to the scores.
 
     Dropout (if any) acts on the weights; the weights returned are those before dropout (for plots).
     """
     scores = scaled_dot_scores(q, k)                     # (B, H, Tq, Tk)
+    if bias is not None:
+        _check_bias_fits(bias, scores.shape)
+        scores = scores + bias                           # (B, H, Tq, Tk)
     weights = masked_softmax(scores, mask)               # (B, H, Tq, Tk)
     dropped = F.dropout(weights, dropout_p, training)    # (B, H, Tq, Tk)
     out = dropped @ v                                    # (B, H, Tq, Tk) @ (B, H, Tk, Dh) -> (B, H, Tq, Dh)
@@ -219,17 +237,24 @@ class MultiHeadAttention(nn.Module):
     The H heads' projections are stored together as one (D, D) matrix each (nn.Linear layout (out, in)); all
     paths apply them with F.linear, as the NumPy twin applies its own with `linear_forward`.
     Initialisation: Xavier uniform for each projection, zero biases (the NumPy twin's). `dropout` acts on the
-    attention weights.
+    attention weights. `positional` is the position term of self-attention: "rope" rotates queries and keys by
+    their positions (up to `max_len`), "alibi" adds -m_h |i - j| to the scores; None (cross-attention, and
+    models that add positions to the embeddings) adds nothing.
     """
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, positional: str | None = None,
+                 max_len: int = 512):
         super().__init__()
         if d_model % n_heads != 0:
             raise ValueError(f"n_heads: expected a divisor of d_model={d_model}, got {n_heads}")
+        if positional not in (None, "rope", "alibi"):
+            raise ValueError(f"positional: expected None, 'rope' or 'alibi', got {positional!r}")
         self.d_model = d_model
         self.n_heads = n_heads
         self.d_head = d_model // n_heads
         self.dropout = dropout
+        self.positional = positional
+        self.rotary = RotaryPositions(self.d_head, max_len) if positional == "rope" else None
         self.use_fused = True                            # False: the fast paths write attention out (tests, FLOPs)
         self.W_q = nn.Linear(d_model, d_model)
         self.W_k = nn.Linear(d_model, d_model)
@@ -263,10 +288,16 @@ class MultiHeadAttention(nn.Module):
         q = q.view(B, Tq, H, Dh).transpose(1, 2)         # (B, Tq, D) -> (B, H, Tq, Dh)
         k = k.view(B, Tk, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
         v = v.view(B, Tk, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
+        bias = None
+        if self.positional == "rope":                    # rotate queries and keys by their positions
+            q, k = self.rotary(q), self.rotary(k)        # (B, H, Tq, Dh), (B, H, Tk, Dh)
+        elif self.positional == "alibi":                 # a linear penalty on the distance, added to the scores
+            bias = alibi_bias(H, Tq, Tk, device=q.device, dtype=q.dtype)  # (H, Tq, Tk)
         if mask is not None:
             check_mask(mask, B, Tq, Tk)
             mask = mask[:, None]                         # (B, Tq, Tk) -> (B, 1, Tq, Tk): same for every head
-        heads, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training)  # (B, H, Tq, Dh)
+        heads, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training,
+                                                      bias)  # (B, H, Tq, Dh)
         merged = heads.transpose(1, 2).reshape(B, Tq, D)  # (B, H, Tq, Dh) -> (B, Tq, H, Dh) -> (B, Tq, D)
         out = F.linear(merged, self.W_o.weight, self.W_o.bias)  # (B, Tq, D)
         return out, weights
@@ -278,16 +309,30 @@ class MultiHeadAttention(nn.Module):
         bias = torch.cat([self.W_q.bias, self.W_k.bias, self.W_v.bias])          # (3D,)
         return weight, bias
 
+    def _position_terms(self, q: torch.Tensor, k: torch.Tensor, offset: int,
+                        n_keys: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The fast paths' position term: q (B, H, Tq, Dh) and k (B, H, Tk, Dh) at positions offset .. (their
+        rotations for RoPE), and ALiBi's bias (H, Tq, n_keys) for queries from `offset` (else None)."""
+        if self.positional == "rope":
+            return self.rotary(q, offset), self.rotary(k, offset), None
+        if self.positional == "alibi":
+            return q, k, alibi_bias(self.n_heads, q.shape[2], n_keys, offset, q.device, q.dtype)
+        return q, k, None
+
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-                is_causal: bool = False) -> torch.Tensor:
-        """softmax(q k^T / sqrt(Dh)) v (B, H, Tq, Dh) by the fused kernel, or written out (use_fused=False)."""
+                is_causal: bool = False, bias: torch.Tensor | None = None) -> torch.Tensor:
+        """softmax(q k^T / sqrt(Dh) + bias) v (B, H, Tq, Dh) by the fused kernel, or written out (use_fused=False)."""
         dropout_p = self.dropout if self.training else 0.0
-        if self.use_fused:
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
-                                                  is_causal=is_causal and mask is None)  # (B, H, Tq, Dh)
-        if is_causal and mask is None:
+        if is_causal and mask is None and (bias is not None or not self.use_fused):
             mask = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool, device=q.device).tril()  # (Tq, Tk)
-        heads, _ = scaled_dot_product_attention(q, k, v, mask, dropout_p, self.training)  # (B, H, Tq, Dh)
+        if self.use_fused:
+            if bias is None:
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
+                                                      is_causal=is_causal and mask is None)  # (B, H, Tq, Dh)
+            if mask is not None:                         # one float mask: the bias, and -inf where forbidden
+                bias = bias.masked_fill(~mask, float("-inf"))  # (B or 1, H, Tq, Tk)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p)  # (B, H, Tq, Dh)
+        heads, _ = scaled_dot_product_attention(q, k, v, mask, dropout_p, self.training, bias)  # (B, H, Tq, Dh)
         return heads
 
     def forward_fast(self, x_q: torch.Tensor, x_kv: torch.Tensor, mask: torch.Tensor | None = None,
@@ -308,13 +353,14 @@ class MultiHeadAttention(nn.Module):
         q = q.view(B, Tq, H, Dh).transpose(1, 2)         # (B, Tq, D) -> (B, H, Tq, Dh)
         k = k.view(B, Tk, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
         v = v.view(B, Tk, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
+        q, k, bias = self._position_terms(q, k, 0, Tk)   # RoPE's rotations, ALiBi's bias (H, Tq, Tk)
         if mask is not None:
             check_mask(mask, B, Tq, Tk)
             mask = mask[:, None]                         # (B, 1, Tq, Tk)
         elif is_causal and Tq != Tk:
             raise ValueError(f"is_causal: needs as many queries as keys, got Tq={Tq}, Tk={Tk}; "
                              f"pass an explicit mask instead")
-        heads = self._attend(q, k, v, mask, is_causal)   # (B, H, Tq, Dh)
+        heads = self._attend(q, k, v, mask, is_causal, bias)  # (B, H, Tq, Dh)
         merged = heads.transpose(1, 2).reshape(B, Tq, D)  # (B, H, Tq, Dh) -> (B, Tq, D)
         return F.linear(merged, self.W_o.weight, self.W_o.bias)  # (B, Tq, D)
 
@@ -322,27 +368,31 @@ class MultiHeadAttention(nn.Module):
                        mask: torch.Tensor | None = None) -> torch.Tensor:
         """The fast path of decoding: x_q (B, T, D) holds only the new positions. Self-attention (a cache with
         static=False, x_kv is x_q): their keys and values join the cache. Cross-attention (static=True): the
-        keys and values of x_kv (the memory) are computed at the first call and reused. Eval mode only."""
+        keys and values of x_kv (the memory) are computed at the first call and reused. RoPE rotates the new
+        keys at their own positions before they join the cache; ALiBi's bias is computed for the new queries'
+        positions. Eval mode only."""
         B, T, D = x_q.shape
         H, Dh = self.n_heads, self.d_head
+        bias = None
         if kv_cache.static:
             if kv_cache.k is None:                       # the first step: project the memory once
                 k = F.linear(x_kv, self.W_k.weight, self.W_k.bias).view(B, -1, H, Dh).transpose(1, 2)  # (B, H, S, Dh)
                 v = F.linear(x_kv, self.W_v.weight, self.W_v.bias).view(B, -1, H, Dh).transpose(1, 2)  # (B, H, S, Dh)
                 kv_cache.append(k, v)
-            q = F.linear(x_q, self.W_q.weight, self.W_q.bias)  # (B, T, D)
+            q = F.linear(x_q, self.W_q.weight, self.W_q.bias).view(B, T, H, Dh).transpose(1, 2)  # (B, H, T, Dh)
             k, v = kv_cache.k, kv_cache.v                # (B, H, S, Dh)
         else:
             if kv_cache.projection is None:
                 kv_cache.projection = self._fused_projection()  # concatenated once per decoding
             q, k, v = F.linear(x_q, *kv_cache.projection).chunk(3, dim=-1)  # 3 x (B, T, D)
-            k, v = kv_cache.append(k.view(B, T, H, Dh).transpose(1, 2),
-                                   v.view(B, T, H, Dh).transpose(1, 2))  # (B, H, t, Dh): the past and the new
-        q = q.view(B, T, H, Dh).transpose(1, 2)          # (B, H, T, Dh)
+            q = q.view(B, T, H, Dh).transpose(1, 2)      # (B, H, T, Dh)
+            past = kv_cache.length                       # the new positions are past .. past + T - 1
+            q, k, bias = self._position_terms(q, k.view(B, T, H, Dh).transpose(1, 2), past, past + T)
+            k, v = kv_cache.append(k, v.view(B, T, H, Dh).transpose(1, 2))  # (B, H, t, Dh): the past and the new
         if mask is not None:
             check_mask(mask, B, T, k.shape[2])
             mask = mask[:, None]                         # (B, 1, T, t)
-        heads = self._attend(q, k, v, mask)              # (B, H, T, Dh)
+        heads = self._attend(q, k, v, mask, bias=bias)   # (B, H, T, Dh)
         merged = heads.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
         return F.linear(merged, self.W_o.weight, self.W_o.bias)  # (B, T, D)
 

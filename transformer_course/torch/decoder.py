@@ -33,10 +33,12 @@ class DecoderLayer(nn.Module):
     """Submodules: self_attn, cross_attn, ffn, norm1, norm2, norm3 (the NumPy twin's parameter keys)."""
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
-                 attention_dropout: float = 0.0, norm_first: bool = False, eps: float = 1e-5):
+                 attention_dropout: float = 0.0, norm_first: bool = False, eps: float = 1e-5,
+                 positional: str | None = None, max_len: int = 512):
         super().__init__()
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout, positional, max_len)
+        # no position term: the decoder's queries and the memory's keys have no common position axis
         self.cross_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
         self.ffn = FeedForward(d_model, d_ff)
         self.norm1 = LayerNorm(d_model, eps)
@@ -82,10 +84,12 @@ class Decoder(nn.Module):
     """A stack of n_layers DecoderLayers; pre-LN stacks end with a LayerNorm (`norm`)."""
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
-                 attention_dropout: float = 0.0, norm_first: bool = False, eps: float = 1e-5):
+                 attention_dropout: float = 0.0, norm_first: bool = False, eps: float = 1e-5,
+                 positional: str | None = None, max_len: int = 512):
         super().__init__()
         self.layers = nn.ModuleList([DecoderLayer(d_model, n_heads, d_ff, dropout, attention_dropout,
-                                                  norm_first, eps) for _ in range(n_layers)])
+                                                  norm_first, eps, positional, max_len)
+                                     for _ in range(n_layers)])
         self.norm = LayerNorm(d_model, eps) if norm_first else None
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,

@@ -13,13 +13,15 @@ __all__ = ["EncoderLayer", "Encoder"]
 
 
 class EncoderLayer(nn.Module):
-    """x -> residual(self-attention) -> residual(feed-forward). Submodules: self_attn, ffn, norm1, norm2."""
+    """x -> residual(self-attention) -> residual(feed-forward). Submodules: self_attn, ffn, norm1, norm2.
+    positional="rope" or "alibi" puts the position term in the self-attention (see `MultiHeadAttention`)."""
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
-                 attention_dropout: float = 0.0, norm_first: bool = False, eps: float = 1e-5):
+                 attention_dropout: float = 0.0, norm_first: bool = False, eps: float = 1e-5,
+                 positional: str | None = None, max_len: int = 512):
         super().__init__()
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout, positional, max_len)
         self.ffn = FeedForward(d_model, d_ff)
         self.norm1 = LayerNorm(d_model, eps)
         self.norm2 = LayerNorm(d_model, eps)
@@ -44,10 +46,12 @@ class Encoder(nn.Module):
     """A stack of n_layers EncoderLayers; pre-LN stacks end with a LayerNorm (`norm`), as torch does."""
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
-                 attention_dropout: float = 0.0, norm_first: bool = False, eps: float = 1e-5):
+                 attention_dropout: float = 0.0, norm_first: bool = False, eps: float = 1e-5,
+                 positional: str | None = None, max_len: int = 512):
         super().__init__()
         self.layers = nn.ModuleList([EncoderLayer(d_model, n_heads, d_ff, dropout, attention_dropout,
-                                                  norm_first, eps) for _ in range(n_layers)])
+                                                  norm_first, eps, positional, max_len)
+                                     for _ in range(n_layers)])
         self.norm = LayerNorm(d_model, eps) if norm_first else None
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,

@@ -12,7 +12,7 @@ from .decoder import Decoder, DecoderCache
 from .embedding import Embedding, check_tokens, output_projection
 from .encoder import Encoder
 from .masks import causal_mask, combine_masks, padding_mask
-from .positional import LearnedPositions, SinusoidalPositions
+from .positional import LearnedPositions, SinusoidalPositions, check_length
 
 __all__ = ["Transformer"]
 
@@ -21,7 +21,8 @@ class Transformer(nn.Module):
     """Embeddings (x sqrt(D)) + positions -> dropout -> encoder / decoder -> linear -> logits.
 
     Paper defaults from `config`: post-LN (`norm_first=True` for pre-LN), sinusoidal positions
-    (`positional="learned"` for learned ones), the decoder embedding tied to the output projection
+    (`positional="learned"` for learned ones added to the embeddings, "rope" or "alibi" for a position term
+    inside every self-attention), the decoder embedding tied to the output projection
     (`tie_output_embedding`; the output layer has no bias in either case). Source and target positions share
     one table. Initialisation: Xavier uniform projections, N(0, D^-0.5) embeddings, zero biases.
     """
@@ -34,12 +35,16 @@ class Transformer(nn.Module):
         c = config
         self.src_embedding = Embedding(c.src_vocab_size, c.d_model)
         self.tgt_embedding = Embedding(c.tgt_vocab_size, c.d_model)
-        positions = SinusoidalPositions if c.positional == "sinusoidal" else LearnedPositions
-        self.positions = positions(c.d_model, c.max_len)
+        in_attention = c.positional if c.positional in ("rope", "alibi") else None  # the self-attention's term
+        if in_attention is None:
+            positions = SinusoidalPositions if c.positional == "sinusoidal" else LearnedPositions
+            self.positions = positions(c.d_model, c.max_len)
+        else:
+            self.positions = None                        # nothing added to the embeddings
         self.encoder = Encoder(c.n_encoder_layers, c.d_model, c.n_heads, c.d_ff, c.dropout,
-                               c.attention_dropout, c.norm_first, c.layer_norm_eps)
+                               c.attention_dropout, c.norm_first, c.layer_norm_eps, in_attention, c.max_len)
         self.decoder = Decoder(c.n_decoder_layers, c.d_model, c.n_heads, c.d_ff, c.dropout,
-                               c.attention_dropout, c.norm_first, c.layer_norm_eps)
+                               c.attention_dropout, c.norm_first, c.layer_norm_eps, in_attention, c.max_len)
         if c.tie_output_embedding:
             self.W_out = None                            # logits = x E_tgt^T (Press & Wolf 2017)
         else:
@@ -56,6 +61,14 @@ class Transformer(nn.Module):
         T = tgt_in.shape[1]
         return combine_masks(causal_mask(T, tgt_in.device), padding_mask(tgt_in, self.config.pad_id))  # (B, T, T)
 
+    def _add_positions(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """x (B, T, D) + the position vectors of positions offset .. offset + T - 1; with RoPE or ALiBi nothing
+        is added (the self-attention layers hold the position term), but the same length limit holds."""
+        if self.positions is None:
+            check_length(x, offset, self.config.max_len)
+            return x                                     # (B, T, D)
+        return self.positions(x, offset)                 # (B, T, D)
+
     # ------------------------------------------------------------------ the two halves
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None,
                need_weights: bool = False) -> torch.Tensor | tuple[torch.Tensor, list]:
@@ -65,7 +78,7 @@ class Transformer(nn.Module):
         if src_mask is None:
             src_mask = self.make_src_mask(src)           # (B, 1, S)
         x = self.src_embedding(src, "src")               # (B, S) -> (B, S, D)
-        x = self.positions(x)                            # (B, S, D)
+        x = self._add_positions(x)                       # (B, S, D)
         x = F.dropout(x, c.dropout, self.training)       # (B, S, D): on embeddings + positions (section 5.4)
         memory, weights = self.encoder(x, src_mask, need_weights)  # (B, S, D)
         return (memory, weights) if need_weights else memory
@@ -87,7 +100,7 @@ class Transformer(nn.Module):
         if tgt_mask is None:
             tgt_mask = self.make_tgt_mask(tgt_in)        # (B, T, T)
         y = self.tgt_embedding(tgt_in, "tgt_in")         # (B, T) -> (B, T, D)
-        y = self.positions(y)                            # (B, T, D)
+        y = self._add_positions(y)                       # (B, T, D)
         y = F.dropout(y, c.dropout, self.training)       # (B, T, D)
         y, weights = self.decoder(y, memory, tgt_mask, src_mask, need_weights)  # (B, T, D)
         W = self.tgt_embedding.E if c.tie_output_embedding else self.W_out.weight  # (V, D) both
@@ -115,7 +128,7 @@ class Transformer(nn.Module):
             tgt_mask = torch.ones(T, past + T, dtype=torch.bool, device=tgt_in.device).tril(past)[None]  # (1, T, t)
         # the ids are the model's own argmax (and a BOS that greedy_decode and beam_search check): no check per step
         y = F.embedding(tgt_in, self.tgt_embedding.E) * math.sqrt(c.d_model)  # (B, T) -> (B, T, D)
-        y = self.positions(y, past)                      # (B, T, D): positions past .. past + T - 1
+        y = self._add_positions(y, past)                 # (B, T, D): positions past .. past + T - 1
         y = self.decoder.forward_cached(y, memory, tgt_mask, src_mask, cache)  # (B, T, D)
         W = self.tgt_embedding.E if c.tie_output_embedding else self.W_out.weight  # (V, D)
         return output_projection(y, W)                   # (B, T, V)
