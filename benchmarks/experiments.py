@@ -6,7 +6,7 @@ for every seed given, and writes benchmarks/results/<experiment>.json with every
 mean, standard deviation, minimum and maximum. The chapter prints that file next to its own run.
 
     python benchmarks/experiments.py attention  --seeds 0 1 2 3 4   # chapter 2: with and without attention
-    python benchmarks/experiments.py positions  --seeds 0 1 2 3 4   # chapter 6: learned vs sinusoidal
+    python benchmarks/experiments.py positions  --seeds 0 1 2 3 4   # chapter 6: sinusoidal, learned, RoPE, ALiBi
     python benchmarks/experiments.py stability  --seeds 0 1 2 3 4   # chapter 7: post-LN / pre-LN x warm-up
     python benchmarks/experiments.py heads      --seeds 0 1 2       # chapter 5: one head vs several, same width
     python benchmarks/experiments.py all        --seeds 0 1 2 3 4
@@ -27,6 +27,7 @@ from torch import nn
 
 from _results import summary, write_results
 from transformer_course import ModelConfig, set_seed
+from transformer_course.config import POSITIONAL_KINDS
 from transformer_course.data import PAD_ID, copy_task, make_dataloader, pad_sequences, reverse_task
 from transformer_course.torch.attention import MultiHeadAttention
 from transformer_course.torch.bahdanau import BahdanauSeq2Seq
@@ -89,7 +90,7 @@ def attention_run(seed: int) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# chapter 6: copying strings with learned or sinusoidal positions, tested beyond the training lengths
+# chapter 6: copying strings with each kind of positions, tested beyond the training lengths
 # ---------------------------------------------------------------------------------------------------------
 TRAIN_MAX = 8
 COPY_STEPS = 1500
@@ -102,7 +103,7 @@ def positions_run(seed: int) -> dict:
     longer = copy_task(n_train=0, n_val=0, n_test=1000, min_len=TRAIN_MAX + 1, max_len=2 * TRAIN_MAX, seed=1)
     src_vocab, tgt_vocab = short.build_vocabs()
     out = {}
-    for positional in ("sinusoidal", "learned"):
+    for positional in POSITIONAL_KINDS:
         config = ModelConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab), d_model=64, n_heads=4,
                              d_ff=128, n_encoder_layers=1, n_decoder_layers=1, dropout=0.0, max_len=32,
                              positional=positional)
