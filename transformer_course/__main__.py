@@ -1,10 +1,11 @@
-"""Command line: `transformer-course train | translate | evaluate` (also `python -m transformer_course ...`).
+"""Command line: `transformer-course train | translate | evaluate | doctor` (also `python -m transformer_course ...`).
 
     transformer-course train --task numbers --out runs/numbers
     transformer-course translate --checkpoint runs/numbers "ninety-seven" "two hundred and one"
     echo "seventy-one" | transformer-course translate --pretrained numbers-en-fr
     transformer-course translate --pretrained numbers-en-fr --sample --temperature 0.8 --top-p 0.9 --seed 1 "eleven"
     transformer-course evaluate --checkpoint runs/numbers --split test
+    transformer-course doctor                     # is this machine ready for the course?
 
 A mistake the user can fix is reported as one line, `transformer-course: error: ...`, on stderr, and exit
 status 2; a failure while running as one line and exit status 1; `--debug` shows the traceback instead.
@@ -605,7 +606,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Train, run and evaluate the course's Transformer.",
                      epilog=EXIT_STATUS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
                      parents=[common])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{train,translate,evaluate}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{train,translate,evaluate,doctor}")
 
     t = sub.add_parser("train", help="train a model and save it under --out", parents=[common],
                        description="Train the encoder-decoder Transformer with the paper's recipe.",
@@ -683,7 +684,18 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--show-errors", type=_int_at_least(0), default=5, metavar="N",
                            help="print N wrong translations (default: %(default)s)")
             p.set_defaults(func=cmd_evaluate)
+    d = sub.add_parser("doctor", help="check that this machine (a laptop, a Colab runtime) can run the course",
+                       description="Check Python and every dependency against the supported versions, the "
+                                   "threads and device, the shipped model, a few seconds of training and the "
+                                   "widgets; one line each, with a fix for every failure. Exit status 0 when "
+                                   "everything works, 1 when a check failed.", parents=[common])
+    d.set_defaults(func=cmd_doctor)
     return parser
+
+
+def cmd_doctor(args) -> int:
+    from .doctor import main as doctor_main
+    return doctor_main(debug="--debug" in args.argv)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -372,7 +372,7 @@ def test_evaluate_bad_input(trained_run, capsys, extra, culprits, usage):
 # -- the parser itself ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv, culprit", [
-    ([], "the following arguments are required: {train,translate,evaluate}"),
+    ([], "the following arguments are required: {train,translate,evaluate,doctor}"),
     (["trian"], "invalid choice: 'trian'"),
     (["train", "--out", "x", "--bogus"], "unrecognized arguments: --bogus"),
     (["train"], "the following arguments are required: --out"),
