@@ -48,7 +48,7 @@ def test_missing_torch_names_the_extra(monkeypatch, capsys, quick):
     assert main(["doctor"]) == 1
     out = capsys.readouterr().out
     assert 'pip install "transformer-course[torch]"' in out
-    assert "the PyTorch chapters (2 and 4-9) need it" in out
+    assert "every chapter but 3 and appendix A needs it" in out
     for name in ("threads", "device", "shipped model", "training"):
         assert any(line.startswith(f"✗ {name}") and "needs torch" in line for line in out.splitlines()), name
 

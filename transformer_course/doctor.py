@@ -69,8 +69,9 @@ def check_requirement(requirement: versions.Requirement) -> Check:
     spec = requirement.name if requirement.extra is None else f"transformer-course[{requirement.extra}]"
     found = _installed_version(requirement.name)
     if found is None:
-        part = "the PyTorch chapters (2 and 4-9)" if requirement.extra == "torch" else "the course"
-        return Check(requirement.name, False, f"not installed; {part} need it",
+        need = ("every chapter but 3 and appendix A needs it" if requirement.extra == "torch"
+                else "the course needs it")
+        return Check(requirement.name, False, f"not installed; {need}",
                      _pip(spec if requirement.extra else f"{requirement.name}>={requirement.floor}"))
     if versions.release(found.split("+")[0].split("rc")[0]) < versions.release(requirement.floor):
         return Check(requirement.name, False, f"{found}, older than the supported {requirement.floor}",
@@ -190,7 +191,7 @@ def run_checks(debug: bool = False) -> list[Check]:
     for name, check, needs in runtime:
         blocked = sorted(needs & missing)
         if blocked:
-            checks.append(Check(name, False, f"not checked: needs {', '.join(blocked)}", "fix the lines above"))
+            checks.append(Check(name, False, f"not checked: needs {', '.join(blocked)} (see above)"))
         else:
             checks.append(_guarded(name, check, "run again with --debug and report the traceback as an issue",
                                    debug))
