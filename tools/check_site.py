@@ -377,6 +377,61 @@ def _dark_pass(browser, base: str, pages: list[str], out_dir: Path | None, repor
     return problems
 
 
+_SLIDES_JS = r"""
+async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+  const text = document.querySelector('.reveal .slides').textContent;   // hidden slides too
+  const images = [...document.querySelectorAll('.reveal img')].map(i => ({alt: i.alt, width: i.naturalWidth}));
+  return {slides: document.querySelectorAll('.reveal .slides > section').length,
+          ready: !!document.querySelector('.reveal.ready'),
+          maths: document.querySelectorAll('mjx-container').length,
+          raw: (text.match(/\\\(|\\\[/g) || []).length,
+          errors: (text.match(/Traceback|Error:/g) || []).length, images};
+}
+"""
+
+
+def check_slides(slides_dir: Path, out_dir: Path) -> tuple[list[str], list[str]]:
+    """Open every deck of tools/slides.py (served from slides_dir, no network): reveal.js started, every
+    formula typeset by the bundled MathJax, every image loaded, no error output; one screenshot per deck (its
+    first slide after the objectives). Returns (problems, report lines)."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = find_chromium()
+    if chromium is None:
+        raise RuntimeError("Chromium not found: install Debian's `chromium` (apt-get install -y chromium)")
+    slides_dir, out_dir = Path(slides_dir).resolve(), Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    decks = sorted(p.name for p in slides_dir.glob("*.html") if p.name != "index.html")
+    problems = [] if decks else [f"{slides_dir}: no decks"]
+    report = [f"{'deck':<36s} {'slides':>6s} {'maths':>6s} {'images':>6s}"]
+    with serve(slides_dir) as base, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        for deck in decks:
+            page = context.new_page()
+            outside: list[str] = []
+            page.on("request", lambda request, _outside=outside: None if request.url.startswith((base, "data:"))
+                    else _outside.append(request.url))
+            page.goto(f"{base}{deck}#/2", wait_until="load")
+            info = page.evaluate(_SLIDES_JS)
+            if not info["ready"]:
+                problems.append(f"{deck}: reveal.js did not start")
+            if info["raw"]:
+                problems.append(f"{deck}: {info['raw']} formulas left as raw TeX (MathJax did not typeset them)")
+            if info["errors"]:
+                problems.append(f"{deck}: error output on a slide")
+            for image in info["images"]:
+                if image["width"] == 0 or not image["alt"]:
+                    problems.append(f"{deck}: an image that did not load or has no alt text ({image['alt'][:40]!r})")
+            problems += [f"{deck}: requested a resource outside the deck's folder: {url}" for url in outside]
+            report.append(f"{deck:<36s} {info['slides']:>6d} {info['maths']:>6d} {len(info['images']):>6d}")
+            page.screenshot(path=str(out_dir / deck.replace(".html", ".png")))
+            page.close()
+        browser.close()
+    return problems, report
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--html", default=str(ROOT / "_build" / "html"))

@@ -36,6 +36,8 @@ PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
 # pytest's results of the README's test command, as JUnit XML (the matrix reads them for its "pinned" leg)
 PINNED_RESULTS = ROOT / "_build" / "test-results" / "pytest.xml"
 LEGS_DIR = ROOT / ".ci-legs"   # the matrix's virtual environments (git-ignored, rebuilt on every run)
+REVEAL_VERSION = "5.2.1"       # reveal.js, from the npm registry, for the workshop's slides
+REVEAL_TARBALL = VENV / "share" / f"reveal.js-{REVEAL_VERSION}.tgz"
 
 _timings: list[tuple[str, float, float | None, str]] = []
 _START = time.perf_counter()
@@ -103,10 +105,31 @@ def _fingerprint() -> str:
     return digest.hexdigest()
 
 
+def fetch_reveal() -> None:
+    """reveal.js for the workshop's slides (tools/slides.py), as the npm registry's tarball in .venv/share: from
+    TC_WHEELHOUSE when it holds one, else with `npm pack`. Without npm the slides cannot be built; nothing else
+    needs it, so that is a warning."""
+    target = REVEAL_TARBALL
+    if target.exists():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    offline = Path(os.environ.get("TC_WHEELHOUSE", "")) / target.name
+    if os.environ.get("TC_WHEELHOUSE") and offline.exists():
+        shutil.copy2(offline, target)
+    elif shutil.which("npm"):
+        stage("fetch reveal.js (npm)", ["npm", "pack", "--silent", f"reveal.js@{REVEAL_VERSION}",
+                                        "--pack-destination", str(target.parent)])
+    else:
+        print(f"=== set-up: npm not found: the workshop's slides need reveal.js {REVEAL_VERSION} (install Node.js, "
+              f"or copy {target.name} into {target.parent})")
+
+
 def setup() -> None:
-    """Create .venv and install the pinned requirements and the package (skipped when nothing changed)."""
+    """Create .venv and install the pinned requirements and the package (skipped when nothing changed), and
+    fetch reveal.js for the slides."""
     if not PYTHON.exists():
         stage("create venv", [sys.executable, "-m", "venv", str(VENV)])
+    fetch_reveal()
     if STAMP.exists() and STAMP.read_text() == _fingerprint():
         print("=== set-up: .venv is up to date (requirements.txt and pyproject.toml unchanged)")
         return
@@ -332,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         stage("download wheels", [sys.executable, "-m", "pip", "download", "-d", str(wheelhouse),
                                   "-r", "requirements.txt", "setuptools", "wheel"])
         stage("build package wheel", [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(wheelhouse), "."])
+        stage("fetch reveal.js (npm)", ["npm", "pack", "--silent", f"reveal.js@{REVEAL_VERSION}",
+                                        "--pack-destination", str(wheelhouse)])
         print(f"\nOffline install: TC_WHEELHOUSE={wheelhouse} python3 tools/run.py book")
         report()
         return 0
