@@ -156,9 +156,8 @@ def test_no_solution_runs_and_every_stub_and_check_stays(docname):
     assert not solution_sources & set(copy_code), f"{docname}: a solution is still a code cell ({FIX})"
     kept = [_source(c) for i, c in enumerate(book["cells"]) if c["cell_type"] == "code" and i not in solutions
             and ("remove-cell" not in c["metadata"].get("tags", []) or "PACKAGE_URL" in _source(c))]
+    # every other code cell stays, in order: the learner's stubs and their check_* calls among them
     assert copy_code == kept, f"{docname}: the Colab copy's code cells differ from the chapter's ({FIX})"
-    checks = [s for s in kept if re.search(r"\bcheck_\w+\(", s)]
-    assert all(s in copy_code for s in checks)
     if solutions:  # each solution is readable in a collapsed block instead
         details = [c for c in copy["cells"] if c["cell_type"] == "markdown" and "<details>" in _source(c)]
         assert all(any(s.strip() in _source(c) for c in details) for s in solution_sources)
