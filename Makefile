@@ -1,7 +1,7 @@
 # Convenience targets; each one calls tools/run.py (the README's commands), which needs only Python.
 PY ?= python3
 
-.PHONY: book test lint matrix notebooks check bench wheelhouse clean
+.PHONY: book test lint matrix notebooks colab check bench wheelhouse clean
 
 book:        ## set up .venv and build the website into _build/html
 	$(PY) tools/run.py book
@@ -17,6 +17,9 @@ matrix:      ## the compatibility matrix of .ci/run: one fresh environment per s
 
 notebooks:   ## re-execute every chapter and store its outputs (after changing package code)
 	$(PY) tools/run.py notebooks
+
+colab:       ## write the chapters' Colab copies into colab/ (after changing a chapter; commit them)
+	$(PY) tools/run.py colab
 
 check:       ## static notebook hygiene only (fast)
 	.venv/bin/python tools/check_notebooks.py

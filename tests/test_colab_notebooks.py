@@ -1,0 +1,164 @@
+"""The Colab copies of the chapters (colab/, written by tools/colab.py): plain CommonMark, up to date, reached by
+every chapter page's Colab button, and with no solution left to run on *Runtime → Run all*."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+yaml = pytest.importorskip("yaml")
+markdown_it = pytest.importorskip("markdown_it")
+dollarmath = pytest.importorskip("mdit_py_plugins.dollarmath")
+pytest.importorskip("myst_nb")
+import colab  # noqa: E402  (tools/ is not a package)
+import course_colab  # noqa: E402
+
+FIX = "run `python3 tools/run.py colab` and commit colab/"
+CHAPTERS = [docname for docname in colab.toc_docnames() if (ROOT / f"{docname}.ipynb").exists()]
+# what MyST leaves in CommonMark's rendering when it is not converted
+_LEFTOVER_TEXT = re.compile(r"\{(cite|numref|ref|eq|doc|glue|term|download)[\w:-]*\}|^\([\w.:-]+\)=|:::|\{\{")
+
+
+def _source(cell) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def myst_leftovers(markdown: str) -> list[str]:
+    """MyST constructs left in `markdown` as CommonMark renders it (maths and code are not prose: skipped)."""
+    parser = markdown_it.MarkdownIt("commonmark").use(dollarmath.dollarmath_plugin)
+    found = []
+
+    def visit(tokens):
+        for token in tokens:
+            if token.type == "fence" and token.info.strip().startswith("{"):
+                found.append(f"directive fence ```{token.info.strip()}")
+            elif token.type in ("text", "html_inline", "html_block"):
+                found.extend(m.group(0) for m in _LEFTOVER_TEXT.finditer(token.content))
+            if token.children:
+                visit(token.children)
+    visit(parser.parse(markdown))
+    return found
+
+
+def test_the_leftover_check_sees_myst():
+    """The check below would catch each construct, and leaves maths and code alone."""
+    for myst in ["See {cite}`vaswani2017attention`.", "```{exercise}\n:label: x\nText.\n```",
+                 "(my-label)=\n## Title", ":::{note}\nText\n:::", "{numref}`fig-1` shows", "{{ name }}",
+                 "{glue:text}`acc:.2f`"]:
+        assert myst_leftovers(myst), myst
+    assert myst_leftovers("$\\text{ref}$, $$\\frac{1}{{2}}$$ and `{cite}` in code") == []
+
+
+def test_colab_markdown_has_no_myst_left():
+    problems = []
+    for docname in CHAPTERS:
+        path = ROOT / course_colab.colab_path(docname)
+        if not path.exists():
+            problems.append(f"{path.name}: missing ({FIX})")
+            continue
+        for index, cell in enumerate(_load(path)["cells"]):
+            if cell["cell_type"] == "markdown":
+                problems += [f"{path.name}, cell {index}: {left}" for left in myst_leftovers(_source(cell))]
+    assert not problems, "\n".join(problems)
+
+
+def test_committed_colab_notebooks_are_up_to_date(tmp_path):
+    written = colab.write_colab_notebooks(tmp_path)
+    assert {p.name for p in written} == {p.name for p in (ROOT / colab.COLAB_DIR).glob("*.ipynb")}, FIX
+    stale = [p.name for p in written if p.read_bytes() != (ROOT / colab.COLAB_DIR / p.name).read_bytes()]
+    assert not stale, f"stale Colab notebooks {stale}: {FIX}"
+
+
+def _theme_colab_url(docname: str) -> str:
+    """The Colab URL sphinx-book-theme builds for a page (header_buttons/launch.py), from _config.yml."""
+    config = colab.load_config()
+    org, repo = config["repository"]["url"].rstrip("/").split("github.com/")[1].split("/")[:2]
+    book = config["repository"].get("path_to_book", "").strip("/")
+    path = f"{book}/{docname}" if book else docname
+    colab_url = config["launch_buttons"]["colab_url"].strip("/")
+    return f"{colab_url}/github/{org}/{repo}/blob/{config['repository']['branch']}/{path}.ipynb"
+
+
+def _committed(paths: list[str]) -> set[str]:
+    result = subprocess.run(["git", "ls-files", "--", *paths], cwd=ROOT, capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.skip("not a git checkout: cannot tell which files are committed")
+    return set(result.stdout.split())
+
+
+def test_every_chapter_colab_button_opens_a_committed_copy():
+    config = colab.load_config()
+    assert "course_colab" in config["sphinx"]["local_extensions"], "_config.yml must load tools/course_colab.py"
+    assert course_colab.COLAB_DIR in config["exclude_patterns"], "the book build must skip colab/"
+    branch = config["repository"]["branch"]
+    targets = {}
+    for docname in CHAPTERS:
+        url = course_colab.rewrite_colab_url(_theme_colab_url(docname), docname)
+        targets[docname] = url.split(f"/blob/{branch}/", 1)[1]
+        assert targets[docname] != f"{docname}.ipynb", f"{docname}: the button still opens the chapter itself"
+    committed = _committed(sorted(targets.values()))
+    missing = {doc: path for doc, path in targets.items() if path not in committed}
+    assert not missing, f"Colab buttons open notebooks that are not committed: {missing} ({FIX})"
+
+
+def test_rewrite_refuses_an_unexpected_url():
+    with pytest.raises(ValueError, match="url"):
+        course_colab.rewrite_colab_url("https://colab.research.google.com/github/o/r/blob/main/other.ipynb",
+                                       "book/03_general_attention")
+
+
+def test_built_site_buttons_open_colab_copies():
+    """When a built site is there (the test command builds one first), its Colab links open colab/."""
+    html = ROOT / "_build" / "html"
+    if not html.is_dir():
+        pytest.skip("no built site in _build/html")
+    links = []
+    for docname in CHAPTERS:
+        page = html / f"{docname}.html"
+        if page.exists():
+            links += re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', page.read_text())
+    if not links:
+        pytest.skip("the built site has no Colab links (built without launch buttons?)")
+    wrong = [link for link in links if f"/{course_colab.COLAB_DIR}/" not in link
+             or not (ROOT / course_colab.COLAB_DIR / link.rsplit("/", 1)[1]).exists()]
+    assert not wrong, f"Colab links that do not open a Colab copy: {wrong}"
+
+
+def _solution_cells(nb: dict) -> set[int]:
+    """Indices of the code cells between a `solution-start` and its `solution-end` (sphinx-exercise gating)."""
+    inside, found = False, set()
+    for index, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "markdown":
+            for marker in re.findall(r"\{solution-(start|end)\}", _source(cell)):
+                inside = marker == "start"
+        elif inside:
+            found.add(index)
+    return found
+
+
+@pytest.mark.parametrize("docname", CHAPTERS)
+def test_no_solution_runs_and_every_stub_and_check_stays(docname):
+    book = _load(ROOT / f"{docname}.ipynb")
+    copy = _load(ROOT / course_colab.colab_path(docname))
+    solutions = _solution_cells(book)
+    solution_sources = {_source(book["cells"][i]) for i in solutions}
+    copy_code = [_source(c) for c in copy["cells"] if c["cell_type"] == "code"]
+    assert not solution_sources & set(copy_code), f"{docname}: a solution is still a code cell ({FIX})"
+    kept = [_source(c) for i, c in enumerate(book["cells"]) if c["cell_type"] == "code" and i not in solutions
+            and ("remove-cell" not in c["metadata"].get("tags", []) or "PACKAGE_URL" in _source(c))]
+    # every other code cell stays, in order: the learner's stubs and their check_* calls among them
+    assert copy_code == kept, f"{docname}: the Colab copy's code cells differ from the chapter's ({FIX})"
+    if solutions:  # each solution is readable in a collapsed block instead
+        details = [c for c in copy["cells"] if c["cell_type"] == "markdown" and "<details>" in _source(c)]
+        assert all(any(s.strip() in _source(c) for c in details) for s in solution_sources)
+    assert "PACKAGE_URL" in copy_code[0], f"{docname}: the install cell must be the first code cell"

@@ -1,0 +1,562 @@
+#!/usr/bin/env python3
+"""Write the Colab copy of every chapter: `colab/NAME.ipynb` from `book/NAME.ipynb` (never edit them by hand).
+
+    python3 tools/run.py colab            # every notebook of _toc.yml (runs this script in .venv)
+    python tools/colab.py --out DIR       # the same, into another folder (the staleness test uses it)
+
+Colab renders CommonMark with MathJax, not MyST, so each chapter's Markdown is rewritten:
+- citations become "(Vaswani et al., 2017)" linked to the website's references page (book/references.bib);
+- cross-references ({numref}, {ref}, {eq}, {doc}) become links into the website (`html.baseurl` of
+  _config.yml); a figure is "the figure above/below", since its number is given by the whole book;
+- exercises become headings numbered per chapter ("Exercise 6.2"), admonitions block quotes with a bold title,
+  figures and images Markdown images with their caption; maths stays `$...$` / `$$...$$`;
+- glued values ({glue:text} and friends) are pasted from the chapter's stored outputs;
+- the caption of a figure made by a code cell (cell metadata `mystnb.figure.caption`) becomes a Markdown cell
+  under it.
+Solutions never run on *Run all*: the code cells between `solution-start` and `solution-end` become a
+Markdown cell holding a collapsed `<details>` block with the code (and its printed output); conceptual
+solutions are collapsed the same way. The learner's stub and its `check_*` call stay code cells.
+Cells tagged `remove-cell` are dropped, except the install cell, which Colab must run. Outputs are kept.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from myst_nb.core.variables import format_plain_text
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from course_colab import COLAB_DIR, colab_path  # noqa: E402  (tools/ is not a package)
+
+GLUE_PREFIX_KEY = "mime_prefix"
+_SOLUTION_START = "\x00solution-start {}\x00"
+_SOLUTION_END = "\x00solution-end\x00"
+_SENTINEL = re.compile(r"\x00solution-(start|end) ?([^\x00]*)\x00")
+_DIRECTIVE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>.*)$")
+_PLAIN_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_OPTION = re.compile(r"^[ \t]*:(?P<key>[\w-]+):[ \t]*(?P<value>.*)$")
+_TARGET = re.compile(r"^\((?P<label>[\w.:-]+)\)=[ \t]*$")
+# a role, an inline code span (left alone), or a substitution
+_INLINE = re.compile(r"\{(?P<role>[\w:-]+)\}`(?P<content>[^`]*)`|(?P<code>`+)(?:.|\n)*?(?P=code)"
+                     r"|\{\{\s*(?P<subst>[\w.-]+)\s*\}\}")
+_ADMONITIONS = {"note", "tip", "hint", "important", "warning", "caution", "attention", "danger", "error",
+                "seealso", "admonition"}
+
+
+# ---------------------------------------------------------------------------------------------- configuration
+
+@dataclass
+class Site:
+    """What the conversion needs to know about the book: addresses, bibliography, labels, glued values."""
+    baseurl: str
+    raw_url: str                                  # where Colab can fetch a file of the repository
+    docnames: list[str]
+    bib: dict[str, tuple[str, str]] = field(default_factory=dict)   # key -> (authors, year)
+    labels: dict[str, dict] = field(default_factory=dict)           # label -> {"doc", "kind", "text", ...}
+    titles: dict[str, str] = field(default_factory=dict)            # docname -> first heading
+    glue: dict[str, dict[str, dict]] = field(default_factory=dict)  # docname -> name -> mime bundle
+    substitutions: dict[str, str] = field(default_factory=dict)
+
+    def page(self, docname: str, anchor: str = "") -> str:
+        return f"{self.baseurl}{docname}.html" + (f"#{anchor}" if anchor else "")
+
+
+def load_config(root: Path = ROOT) -> dict:
+    return yaml.safe_load((root / "_config.yml").read_text())
+
+
+def site_baseurl(config: dict) -> str:
+    """`html.baseurl` of _config.yml, the website's public address (the one place it is written)."""
+    url = (config.get("html") or {}).get("baseurl")
+    if not url:
+        raise ValueError("_config.yml: no `html: baseurl:` (the website's address) to link to")
+    return url if url.endswith("/") else url + "/"
+
+
+def toc_docnames(root: Path = ROOT) -> list[str]:
+    """Every page of _toc.yml in order ("book/intro", "book/notation", ...)."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    names = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                names.append(entry["file"])
+            walk(entry.get("sections"))
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return [str(Path(name).with_suffix("")) for name in names]
+
+
+# ------------------------------------------------------------------------------------------------ bibliography
+
+_ACCENTS = {"'": "\u0301", '"': "\u0308", "`": "\u0300", "^": "\u0302", "~": "\u0303", "c": "\u0327",
+            "v": "\u030c", "=": "\u0304", "u": "\u0306", ".": "\u0307", "H": "\u030b", "k": "\u0328"}
+_LETTERS = {"L": "Ł", "l": "ł", "o": "ø", "O": "Ø", "ss": "ß", "aa": "å", "AA": "Å", "ae": "æ", "AE": "Æ",
+            "i": "ı"}
+
+
+def latex_to_text(text: str) -> str:
+    """BibTeX's accents and braces to plain Unicode: `Popovi{\\'c}` -> "Popović", `{\\L}ukasz` -> "Łukasz"."""
+    def accent(match):
+        return match.group(2) + _ACCENTS[match.group(1)]
+    text = re.sub(r"\\([cvuHk])\{(\w)\}", accent, text)
+    text = re.sub(r"\\(['\"`^~=.])\{?(\w)\}?", accent, text)
+    text = re.sub(r"\\(ss|aa|AA|ae|AE|[LlOoi])(?![a-zA-Z])", lambda m: _LETTERS[m.group(1)], text)
+    return unicodedata.normalize("NFC", text.replace("{", "").replace("}", "")).strip()
+
+
+def _bib_field(body: str, name: str) -> str | None:
+    """The value of field `name` in one BibTeX entry's body (braces balanced, or quotes, or a bare number)."""
+    match = re.search(rf"(?:^|,)\s*{name}\s*=\s*", body, flags=re.IGNORECASE)
+    if not match:
+        return None
+    rest = body[match.end():]
+    if rest[:1] == "{":
+        depth = 0
+        for i, char in enumerate(rest):
+            depth += (char == "{") - (char == "}")
+            if depth == 0:
+                return rest[1:i]
+    if rest[:1] == '"':
+        return rest[1:rest.index('"', 1)]
+    return re.match(r"[\w-]*", rest).group(0)
+
+
+def parse_bib(text: str) -> dict[str, tuple[str, str]]:
+    """key -> ("Vaswani et al.", "2017"): last names as cited in author-year style (1, 2 or 3+ authors)."""
+    entries = {}
+    for match in re.finditer(r"@\w+\s*\{\s*([^,\s]+)\s*,", text):
+        key, body = match.group(1), text[match.end():]
+        following = re.search(r"\n@\w+\s*\{", body)
+        body = body[:following.start()] if following else body
+        people = _bib_field(body, "author") or _bib_field(body, "editor") or ""
+        year = _bib_field(body, "year") or "n.d."
+        names = [name.strip() for name in re.split(r"\s+and\s+", people) if name.strip()]
+        last = [latex_to_text(name.split(",")[0] if "," in name else name.split()[-1]) for name in names]
+        if not last:
+            authors = key
+        elif len(last) == 1:
+            authors = last[0]
+        elif len(last) == 2 and names[1] != "others":
+            authors = f"{last[0]} and {last[1]}"
+        else:
+            authors = f"{last[0]} et al."
+        entries[key] = (authors, latex_to_text(year))
+    return entries
+
+
+# ------------------------------------------------------------------------------------------------ the index
+
+def chapter_prefix(docname: str) -> str:
+    """"book/06_positional_encoding" -> "6", "book/a1_backprop_by_hand" -> "A1" (exercise numbers)."""
+    stem = Path(docname).name.split("_")[0]
+    return stem.lstrip("0").upper() or stem
+
+
+def _source(cell) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def _figure_meta(cell) -> dict:
+    return (cell.get("metadata", {}).get("mystnb") or {}).get("figure") or {}
+
+
+def index_notebook(site: Site, docname: str, nb: dict) -> None:
+    """Record the notebook's title, labels (exercises, figures, targets) and glued values."""
+    exercise = 0
+    glue = site.glue.setdefault(docname, {})
+    for position, cell in enumerate(nb["cells"]):
+        source = _source(cell)
+        if cell["cell_type"] == "markdown":
+            for figure in re.finditer(r"^:name:\s*(\S+)", source, flags=re.MULTILINE):
+                site.labels.setdefault(figure.group(1), {"doc": docname, "kind": "figure", "cell": position})
+            heading = re.search(r"^#\s+(.+)$", source, flags=re.MULTILINE)
+            if heading and docname not in site.titles:
+                site.titles[docname] = heading.group(1).strip()
+            lines = source.split("\n")
+            for i, line in enumerate(lines):
+                directive = _DIRECTIVE.match(line)
+                if directive and directive.group("name") in ("exercise", "exercise-start"):
+                    exercise += 1
+                    number = f"{chapter_prefix(docname)}.{exercise}"
+                    for option in lines[i + 1:]:
+                        found = _OPTION.match(option)
+                        if not found:
+                            break
+                        if found.group("key") == "label":
+                            site.labels[found.group("value").strip()] = {
+                                "doc": docname, "kind": "exercise", "text": f"Exercise {number}", "cell": position}
+                target = _TARGET.match(line)
+                if target:
+                    after = next((rest for rest in lines[i + 1:] if rest.strip()), "")
+                    site.labels[target.group("label")] = {"doc": docname, "kind": "target", "cell": position,
+                                                          "text": after.lstrip("#").strip() or target.group("label")}
+        else:
+            name = _figure_meta(cell).get("name")
+            if name:
+                site.labels[name] = {"doc": docname, "kind": "figure", "cell": position}
+            for output in cell.get("outputs", []):
+                record = output.get("metadata", {}).get("scrapbook")
+                if record:
+                    prefix = record.get(GLUE_PREFIX_KEY, "")
+                    glue[record["name"]] = {mime[len(prefix):]: "".join(value) if isinstance(value, list) else value
+                                            for mime, value in output.get("data", {}).items()}
+
+
+def build_site(root: Path = ROOT) -> Site:
+    config = load_config(root)
+    repo = config["repository"]["url"].rstrip("/").removeprefix("https://github.com/")
+    site = Site(baseurl=site_baseurl(config),
+                raw_url=f"https://raw.githubusercontent.com/{repo}/{config['repository'].get('branch', 'main')}/",
+                docnames=toc_docnames(root))
+    site.substitutions = dict((config.get("parse") or {}).get("myst_substitutions") or {})
+    for bibfile in config.get("bibtex_bibfiles", []):
+        site.bib.update(parse_bib((root / bibfile).read_text()))
+    for docname in site.docnames:
+        path = root / f"{docname}.ipynb"
+        if path.exists():
+            index_notebook(site, docname, json.loads(path.read_text()))
+        elif (root / f"{docname}.md").exists():
+            heading = re.search(r"^#\s+(.+)$", (root / f"{docname}.md").read_text(), flags=re.MULTILINE)
+            site.titles[docname] = heading.group(1).strip() if heading else docname
+    return site
+
+
+# ------------------------------------------------------------------------------------------------ inline roles
+
+@dataclass
+class Context:
+    """Where in which notebook the text being converted stands."""
+    site: Site
+    docname: str
+    cell: int = 0
+    exercises: int = 0
+
+    def error(self, message: str) -> ValueError:
+        return ValueError(f"{self.docname}.ipynb, cell {self.cell}: {message}")
+
+
+def _split_title(content: str) -> tuple[str | None, str]:
+    """`text <label>` -> ("text", "label"); `label` -> (None, "label")."""
+    match = re.fullmatch(r"\s*(.*?)\s*<([^<>]+)>\s*", content, flags=re.DOTALL)
+    return (match.group(1), match.group(2)) if match else (None, content.strip())
+
+
+def _cite(ctx: Context, role: str, content: str) -> str:
+    parts = []
+    for key in (k.strip() for k in content.split(",")):
+        if key not in ctx.site.bib:
+            raise ctx.error(f"{{cite}} of {key!r}, which book/references.bib does not hold")
+        authors, year = ctx.site.bib[key]
+        parts.append(f"{authors} ({year})" if role == "cite:t" else f"{authors}, {year}")
+    link = ctx.site.page("book/references")
+    if role == "cite:t":
+        return "; ".join(f"[{part}]({link})" for part in parts)
+    return f"([{'; '.join(parts)}]({link}))"
+
+
+def _ref(ctx: Context, role: str, content: str, before: str) -> str:
+    title, label = _split_title(content)
+    if role == "doc":
+        docname = str((Path(ctx.docname).parent / label).as_posix()) if not label.startswith("/") else label[1:]
+        if docname not in ctx.site.titles:
+            raise ctx.error(f"{{doc}} of {label!r}, which is no page of _toc.yml")
+        return f"[{title or ctx.site.titles[docname]}]({ctx.site.page(docname)})"
+    if role == "eq":
+        return f"[{title or 'this equation'}]({ctx.site.page(ctx.docname, 'equation-' + label)})"
+    if label not in ctx.site.labels:
+        raise ctx.error(f"{{{role}}} of {label!r}, a label that no chapter defines")
+    target = ctx.site.labels[label]
+    url = ctx.site.page(target["doc"], label)
+    if title:
+        text = title.replace("%s", "").strip() if "%s" in title else title
+    elif target["kind"] == "figure":
+        if target["doc"] != ctx.docname:
+            text = f"a figure of {ctx.site.titles.get(target['doc'], target['doc'])}"
+        else:
+            text = "the figure " + ("above" if target["cell"] < ctx.cell else "below")
+    elif target["kind"] == "exercise":
+        # "exercise {ref}`x`" in the prose: the word is already there, keep only the number
+        text = target["text"].split()[-1] if re.search(r"exercises?\s*$", before, re.IGNORECASE) else target["text"]
+    else:
+        text = target["text"]
+    starts_sentence = not before.strip() or re.search(r"(^|[.!?:]\s+|\n\s*\n|^\s*[-*+]\s+|\n\s*[-*+]\s+)$", before)
+    if starts_sentence and text[:1].islower():
+        text = text[0].upper() + text[1:]
+    return f"[{text}]({url})"
+
+
+def _glue(ctx: Context, role: str, content: str) -> str:
+    key, spec = (content.rsplit(":", 1) + ["s"])[:2] if role == "glue:text" else (content, "")
+    docname = ctx.docname
+    if "::" in key:
+        path, key = key.split("::", 1)
+        docname = str((Path(ctx.docname).parent / Path(path).with_suffix("")).as_posix())
+    bundle = ctx.site.glue.get(docname, {}).get(key.strip())
+    if bundle is None:
+        raise ctx.error(f"{{{role}}} of {key!r}, which the chapter's stored outputs do not glue "
+                        "(execute it with tools/run.py notebooks)")
+    if role == "glue:md" and "text/markdown" in bundle:
+        return bundle["text/markdown"]
+    if "text/plain" not in bundle:
+        raise ctx.error(f"{{{role}}} of {key!r}: the glued value has no text/plain form")
+    return format_plain_text(bundle["text/plain"], spec)   # myst-nb's own formatting, as on the website
+
+
+def convert_inline(text: str, ctx: Context) -> str:
+    """Roles and substitutions of one stretch of prose (no directives in it) as CommonMark."""
+    def replace(match):
+        if match.group("code"):
+            return match.group(0)
+        if match.group("subst"):
+            name = match.group("subst")
+            if name not in ctx.site.substitutions:
+                raise ctx.error(f"substitution {{{{ {name} }}}} is not defined in _config.yml")
+            return str(ctx.site.substitutions[name])
+        role, content = match.group("role"), match.group("content")
+        if role in ("cite", "cite:p", "cite:t"):
+            return _cite(ctx, role, content)
+        if role in ("numref", "ref", "eq", "doc"):
+            return _ref(ctx, role, content, text[:match.start()])
+        if role in ("glue", "glue:", "glue:any", "glue:text", "glue:md"):
+            return _glue(ctx, role, content)
+        if role in ("math",):
+            return f"${content}$"
+        if role in ("sub", "sup", "kbd", "abbr", "code", "literal", "samp", "file", "command"):
+            return f"`{content}`" if role in ("code", "literal", "samp", "file", "command", "kbd") else content
+        raise ctx.error(f"the role {{{role}}} has no Colab form yet (add one to tools/colab.py)")
+    return _INLINE.sub(replace, text)
+
+
+# ------------------------------------------------------------------------------------------------ directives
+
+def _closing(lines: list[str], start: int, fence: str) -> int:
+    """Index of the line closing the directive whose fence `fence` opened at line `start - 1`."""
+    i = start
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence):
+            return i
+        nested = _DIRECTIVE.match(line)
+        plain = _PLAIN_FENCE.match(line) if fence[0] == "`" else None
+        if nested:
+            i = _closing(lines, i + 1, nested.group("fence")) + 1
+            continue
+        if plain and plain.group("info").strip():   # a code block inside: its ``` must not close us
+            i = _closing(lines, i + 1, plain.group("fence")) + 1
+            continue
+        i += 1
+    raise ValueError(f"a directive fence {fence!r} is never closed")
+
+
+def _blockquote(text: str) -> str:
+    return "\n".join(f"> {line}" if line.strip() else ">" for line in text.strip("\n").split("\n"))
+
+
+def _details(summary: str, body: str) -> str:
+    return f"<details>\n<summary>{summary}</summary>\n\n{body.strip()}\n\n</details>"
+
+
+def _directive(ctx: Context, name: str, arg: str, options: dict, body: str) -> str:
+    if name in ("exercise", "exercise-start"):
+        ctx.exercises += 1
+        title = f": {convert_inline(arg, ctx)}" if arg else ""
+        heading = f"#### Exercise {chapter_prefix(ctx.docname)}.{ctx.exercises}{title}"
+        return heading + ("\n\n" + body if body.strip() else "")
+    if name == "exercise-end":
+        return ""
+    if name in ("solution", "solution-start"):
+        label = arg.strip()
+        summary = f"Solution to {ctx.site.labels[label]['text']}" if label in ctx.site.labels else "Solution"
+        if name == "solution-start":
+            return _SOLUTION_START.format(summary)
+        return _details(summary, body)
+    if name == "solution-end":
+        return _SOLUTION_END
+    if name in _ADMONITIONS:
+        title = convert_inline(arg, ctx) if arg else name.capitalize().replace("Seealso", "See also")
+        return _blockquote(f"**{title}**\n\n{body.strip()}")
+    if name in ("figure", "image"):
+        path = arg.strip()
+        url = path if re.match(r"\w+://", path) else ctx.site.raw_url + (Path(ctx.docname).parent / path).as_posix()
+        image = f"![{options.get('alt', '')}]({url})"
+        return image + (f"\n\n*Figure:* {body.strip()}" if body.strip() else "")
+    if name in ("math",):
+        return f"$$\n{body.strip()}\n$$"
+    if name in ("code-block", "code", "code-cell"):
+        return f"```{arg.strip()}\n{body}\n```"
+    if name in ("margin", "sidebar", "epigraph", "topic"):
+        return _blockquote(body)
+    raise ctx.error(f"the directive {{{name}}} has no Colab form yet (add one to tools/colab.py)")
+
+
+def convert_markdown(text: str, ctx: Context) -> str:
+    """One Markdown cell's MyST as CommonMark (solution-start/-end are left as sentinels for the caller)."""
+    lines = text.split("\n")
+    out: list[str] = []
+    prose: list[str] = []
+
+    def flush():
+        if prose:
+            out.append(_wrap_bare_environments(convert_inline("\n".join(prose), ctx)))
+            prose.clear()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        directive = _DIRECTIVE.match(line)
+        plain = _PLAIN_FENCE.match(line)
+        if directive:
+            flush()
+            end = _closing(lines, i + 1, directive.group("fence"))
+            body_start = i + 1
+            options = {}
+            while body_start < end and _OPTION.match(lines[body_start]):
+                option = _OPTION.match(lines[body_start])
+                options[option.group("key")] = option.group("value").strip()
+                body_start += 1
+            body = convert_markdown("\n".join(lines[body_start:end]), ctx)
+            out.append(_directive(ctx, directive.group("name"), directive.group("arg"), options, body))
+            i = end + 1
+        elif plain:
+            flush()
+            end = _closing(lines, i + 1, plain.group("fence"))
+            out.append("\n".join(lines[i:end + 1]))   # a code block is copied as it is
+            i = end + 1
+        elif _TARGET.match(line):
+            i += 1                                    # a label target: links point at the website instead
+        else:
+            prose.append(line)
+            i += 1
+    flush()
+    # blocks are separated by one blank line; code inside them is left exactly as written
+    return "\n\n".join(block.strip("\n") for block in out if block.strip())
+
+
+def _wrap_bare_environments(text: str) -> str:
+    r"""amsmath's bare `\begin{align}...\end{align}` (outside $$) inside $$, which Colab's MathJax renders."""
+    pieces = re.split(r"(\$\$.*?\$\$)", text, flags=re.DOTALL)
+    for k in range(0, len(pieces), 2):
+        pieces[k] = re.sub(r"^(\\begin\{(\w+\*?)\}.*?\\end\{\2\})", r"$$\n\1\n$$", pieces[k],
+                           flags=re.DOTALL | re.MULTILINE)
+    return "".join(pieces)
+
+
+# ------------------------------------------------------------------------------------------------ notebooks
+
+def _markdown_cell(source: str, cell_id: str) -> dict:
+    return {"cell_type": "markdown", "id": cell_id, "metadata": {}, "source": source}
+
+
+def _is_install_cell(cell) -> bool:
+    return cell["cell_type"] == "code" and "PACKAGE_URL" in _source(cell)
+
+
+def _printed_output(cell) -> str:
+    """What a solution cell printed (stream and plain-text results), to show under its code."""
+    texts = []
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "stream":
+            texts.append("".join(output["text"]) if isinstance(output["text"], list) else output["text"])
+        elif "text/plain" in output.get("data", {}) and "image/png" not in output["data"] \
+                and "text/html" not in output["data"]:
+            value = output["data"]["text/plain"]
+            texts.append("".join(value) if isinstance(value, list) else value)
+    return "".join(texts).rstrip("\n")
+
+
+def convert_notebook(nb: dict, docname: str, site: Site) -> dict:
+    """The Colab copy of one chapter (a new notebook; `nb` is left unchanged)."""
+    ctx = Context(site, docname)
+    cells: list[dict] = [_markdown_cell(
+        f"> The Colab copy of [{site.titles.get(docname, docname)}]({site.page(docname)}) (on the website), "
+        f"generated from `{docname}.ipynb` by `python3 tools/run.py colab`: edit the chapter, not this file. "
+        "Solutions are collapsed under *Solution*: *Runtime → Run all* leaves your answers in place.",
+        "colab-header")]
+    solution: list[str] | None = None      # the solution being collected, while between start and end
+    summary = ""
+
+    def emit_markdown(text: str, cell_id: str):
+        nonlocal solution, summary
+        pieces = _SENTINEL.split(text)   # text, kind, argument, text, kind, argument, ..., text
+        kept = []
+        for k in range(0, len(pieces), 3):
+            if solution is None:
+                kept.append(pieces[k])
+            else:
+                solution.append(pieces[k])
+            if k + 1 < len(pieces):
+                kind, argument = pieces[k + 1], pieces[k + 2]
+                if kind == "start":
+                    solution, summary = [], argument
+                else:
+                    details = _details(summary, "\n\n".join(p.strip("\n") for p in solution if p.strip()))
+                    kept.append(details)
+                    solution = None
+        joined = "\n\n".join(piece.strip("\n") for piece in kept if piece.strip())
+        if joined:
+            cells.append(_markdown_cell(joined, cell_id))
+
+    for position, cell in enumerate(nb["cells"]):
+        ctx.cell = position
+        cell_id = cell.get("id", f"cell-{position}")
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell["cell_type"] == "markdown":
+            emit_markdown(convert_markdown(_source(cell), ctx), cell_id)
+        elif cell["cell_type"] == "code":
+            if solution is not None:
+                block = f"```python\n{_source(cell).strip()}\n```"
+                printed = _printed_output(cell)
+                solution.append(block + (f"\n\nIt prints:\n\n```text\n{printed}\n```" if printed else ""))
+                continue
+            if "remove-cell" in tags and not _is_install_cell(cell):
+                continue
+            cells.append(cell)
+            caption = _figure_meta(cell).get("caption")
+            if caption:
+                text = convert_markdown(caption, ctx)
+                cells.append(_markdown_cell(f"*Figure:* {text}", f"{cell_id}-caption"))
+        else:
+            cells.append(cell)
+    if solution is not None:
+        raise ctx.error("a solution-start has no solution-end")
+    return {**nb, "cells": cells}
+
+
+def write_colab_notebooks(out_dir: Path, root: Path = ROOT) -> list[Path]:
+    """Convert every notebook page of _toc.yml into `out_dir`; return the files written."""
+    site = build_site(root)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for docname in site.docnames:
+        source = root / f"{docname}.ipynb"
+        if not source.exists():
+            continue
+        nb = convert_notebook(json.loads(source.read_text()), docname, site)
+        target = out_dir / Path(colab_path(docname)).name
+        target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+        written.append(target)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=ROOT / COLAB_DIR, help=f"folder to write (default {COLAB_DIR}/)")
+    args = parser.parse_args(argv)
+    written = write_colab_notebooks(args.out)
+    print(f"wrote {len(written)} Colab notebooks to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""Sphinx extension: every chapter page's Colab button opens the chapter's Colab copy, `colab/NAME.ipynb`.
+
+sphinx-book-theme builds the Colab URL from `repository.url`, the branch and the page's own path
+(`.../blob/main/book/NAME.ipynb`). The chapters in `book/` hold MyST markup that Colab shows as raw text, and
+their solution cells would run on *Run all*; `tools/colab.py` writes a Colab-ready copy of each chapter to
+`colab/`, and this extension points the button there. A page whose copy is missing is a build warning (which
+fails `-W`): run `python3 tools/run.py colab`.
+
+The module imports nothing from Sphinx at the top, so tools/colab.py and the tests can use its path mapping.
+"""
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+COLAB_DIR = "colab"
+
+
+def colab_path(docname: str) -> str:
+    """The repository path of a page's Colab copy: "book/06_positional_encoding" -> "colab/06_....ipynb"."""
+    return f"{COLAB_DIR}/{PurePosixPath(docname).name}.ipynb"
+
+
+def rewrite_colab_url(url: str, docname: str) -> str:
+    """The theme's Colab URL for page `docname`, pointed at the page's Colab copy instead of the chapter.
+
+    The theme ends the URL with the page's path relative to the repository (`path_to_book` is empty here);
+    a URL that does not end so raises ValueError, since the button would silently open the wrong file.
+    """
+    source = f"/{docname}.ipynb"
+    if not url.endswith(source):
+        raise ValueError(f"url: expected a Colab URL ending in {source!r}, got {url!r}")
+    return url[: -len(source)] + "/" + colab_path(docname)
+
+
+def _point_colab_button_at_copy(app, pagename, templatename, context, doctree):
+    from pathlib import Path
+
+    from sphinx.util import logging
+
+    for group in context.get("header_buttons", []):
+        if group.get("label") != "launch-buttons":
+            continue
+        for button in group.get("buttons", []):
+            if button.get("text") != "Colab":
+                continue
+            button["url"] = rewrite_colab_url(button["url"], pagename)
+            if not (Path(app.srcdir) / colab_path(pagename)).is_file():
+                logging.getLogger(__name__).warning(
+                    f"{pagename}: no Colab copy {colab_path(pagename)} (run `python3 tools/run.py colab`)")
+
+
+def setup(app):
+    # the theme adds the launch buttons at priority 501; the template renders them after every handler
+    app.connect("html-page-context", _point_colab_button_at_copy, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
