@@ -241,6 +241,7 @@ class Context:
     docname: str
     cell: int = 0
     exercises: int = 0
+    solutions: bool = True                        # False: the workshop's student edition, without solutions
 
     def error(self, message: str) -> ValueError:
         return ValueError(f"{self.docname}.ipynb, cell {self.cell}: {message}")
@@ -381,7 +382,7 @@ def _directive(ctx: Context, name: str, arg: str, options: dict, body: str) -> s
         summary = f"Solution to {ctx.site.labels[label]['text']}" if label in ctx.site.labels else "Solution"
         if name == "solution-start":
             return _SOLUTION_START.format(summary)
-        return _details(summary, body)
+        return _details(summary, body) if ctx.solutions else ""
     if name == "solution-end":
         return _SOLUTION_END
     if name in _ADMONITIONS:
@@ -475,14 +476,20 @@ def _printed_output(cell) -> str:
     return "".join(texts).rstrip("\n")
 
 
-def convert_notebook(nb: dict, docname: str, site: Site) -> dict:
-    """The Colab copy of one chapter (a new notebook; `nb` is left unchanged)."""
-    ctx = Context(site, docname)
-    cells: list[dict] = [_markdown_cell(
-        f"> The Colab copy of [{site.titles.get(docname, docname)}]({site.page(docname)}) (on the website), "
-        f"generated from `{docname}.ipynb` by `python3 tools/run.py colab`: edit the chapter, not this file. "
-        "Solutions are collapsed under *Solution*: *Runtime → Run all* leaves your answers in place.",
-        "colab-header")]
+def convert_notebook(nb: dict, docname: str, site: Site, solutions: bool = True) -> dict:
+    """The Colab copy of one chapter (a new notebook; `nb` is left unchanged); with solutions=False the
+    workshop's student edition, whose exercises keep their stubs and checks but have no solutions."""
+    ctx = Context(site, docname, solutions=solutions)
+    if solutions:
+        header = (f"> The Colab copy of [{site.titles.get(docname, docname)}]({site.page(docname)}) (on the "
+                  f"website), generated from `{docname}.ipynb` by `python3 tools/run.py colab`: edit the chapter, "
+                  "not this file. Solutions are collapsed under *Solution*: *Runtime → Run all* leaves your answers "
+                  "in place.")
+    else:
+        header = (f"> [{site.titles.get(docname, docname)}]({site.page(docname)}), the workshop's student edition "
+                  "(made by `python3 tools/run.py workshop`): the exercises have their checks but no solutions; "
+                  "*Runtime → Run all* leaves your answers in place.")
+    cells: list[dict] = [_markdown_cell(header, "colab-header")]
     solution: list[str] | None = None      # the solution being collected, while between start and end
     summary = ""
 
@@ -500,8 +507,8 @@ def convert_notebook(nb: dict, docname: str, site: Site) -> dict:
                 if kind == "start":
                     solution, summary = [], argument
                 else:
-                    details = _details(summary, "\n\n".join(p.strip("\n") for p in solution if p.strip()))
-                    kept.append(details)
+                    if solutions:
+                        kept.append(_details(summary, "\n\n".join(p.strip("\n") for p in solution if p.strip())))
                     solution = None
         joined = "\n\n".join(piece.strip("\n") for piece in kept if piece.strip())
         if joined:
@@ -533,16 +540,17 @@ def convert_notebook(nb: dict, docname: str, site: Site) -> dict:
     return {**nb, "cells": cells}
 
 
-def write_colab_notebooks(out_dir: Path, root: Path = ROOT) -> list[Path]:
-    """Convert every notebook page of _toc.yml into `out_dir`; return the files written."""
+def write_colab_notebooks(out_dir: Path, root: Path = ROOT, solutions: bool = True,
+                          docnames: list[str] | None = None) -> list[Path]:
+    """Convert every notebook page of _toc.yml (or only `docnames`) into `out_dir`; return the files written."""
     site = build_site(root)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for docname in site.docnames:
+    for docname in docnames or site.docnames:
         source = root / f"{docname}.ipynb"
         if not source.exists():
             continue
-        nb = convert_notebook(json.loads(source.read_text()), docname, site)
+        nb = convert_notebook(json.loads(source.read_text()), docname, site, solutions)
         target = out_dir / Path(colab_path(docname)).name
         target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
         written.append(target)

@@ -5,6 +5,7 @@
     python3 tools/run.py book --hide-solutions   # the same site without exercise solutions (workshops)
     python3 tools/run.py test        # set up, then: lint, -W book build, unit tests + strict nbval over every chapter
     python3 tools/run.py notebooks   # re-execute chapter notebooks and store their outputs
+    python3 tools/run.py workshop    # the workshop kit in _build/workshop/: editions, website, slides, zips
     python3 tools/run.py colab       # write the chapters' Colab copies, colab/NAME.ipynb (tools/colab.py)
     python3 tools/run.py wheelhouse  # download every dependency into wheelhouse/ for offline installs
     python3 tools/run.py matrix      # the compatibility matrix: one fresh environment per leg (.ci/run runs it)
@@ -340,9 +341,10 @@ def clean_env() -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["setup", "book", "test", "notebooks", "colab", "wheelhouse",
-                                                      "matrix"])
-    parser.add_argument("paths", nargs="*", help="notebooks for `notebooks` (default: every chapter)")
+    parser.add_argument("command", choices=["setup", "book", "test", "notebooks", "colab", "workshop", "wheelhouse",
+                                            "matrix"])
+    parser.add_argument("paths", nargs="*", help="notebooks for `notebooks`, chapter names (e.g. 03_general_attention) "
+                                                 "for `workshop` (default: every chapter)")
     parser.add_argument("--legs", nargs="+", metavar="NAME",
                         help="matrix: only these legs (default: every leg of transformer_course/versions.py)")
     parser.add_argument("--hide-solutions", action="store_true",
@@ -372,6 +374,9 @@ def main(argv: list[str] | None = None) -> int:
               env=env)
     elif args.command == "colab":
         stage("write Colab notebooks", [str(PYTHON), "tools/colab.py"])
+    elif args.command == "workshop":
+        stage("build the workshop kit", [str(PYTHON), "tools/workshop.py"]
+              + (["--chapters", *args.paths] if args.paths else []), env=env)
     elif args.command == "test":
         PINNED_RESULTS.unlink(missing_ok=True)  # the matrix must never report an earlier run's results
         stage("lint (ruff check)", [BIN / "ruff", "check", "."])

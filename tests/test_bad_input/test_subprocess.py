@@ -27,7 +27,8 @@ def test_a_bad_value_is_one_line_and_status_2(tmp_path):
 def test_no_command_shows_the_usage():
     status, _, err = cli()
     assert status == 2 and err[0].startswith("usage: transformer-course")
-    assert err[-1] == "transformer-course: error: the following arguments are required: {train,translate,evaluate,doctor}"
+    assert err[-1] == ("transformer-course: error: the following arguments are required: "
+                       "{train,translate,evaluate,doctor}")
 
 
 @pytest.mark.parametrize("locale", ["C", "C.UTF-8"])
