@@ -24,6 +24,9 @@ CHAPTERS = ["03_general_attention", "06_positional_encoding"]
 
 @pytest.fixture(scope="module")
 def kit(tmp_path_factory) -> Path:
+    if not list(workshop.slides.SHARE.glob("reveal.js-*.tgz")):   # fetched by `tools/run.py setup` (npm)
+        message = f"reveal.js is missing from {workshop.slides.SHARE}: run `python3 tools/run.py setup` (needs npm)"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
     out = tmp_path_factory.mktemp("workshop")
     parts = workshop.build(out, CHAPTERS)
     assert [name for name, _, _ in parts] == ["student", "instructor", "slides", "website",
