@@ -1,7 +1,7 @@
 # Convenience targets; each one calls tools/run.py (the README's commands), which needs only Python.
 PY ?= python3
 
-.PHONY: book test lint matrix notebooks colab check bench wheelhouse clean
+.PHONY: book test lint matrix notebooks colab workshop check bench wheelhouse clean
 
 book:        ## set up .venv and build the website into _build/html
 	$(PY) tools/run.py book
@@ -20,6 +20,9 @@ notebooks:   ## re-execute every chapter and store its outputs (after changing p
 
 colab:       ## write the chapters' Colab copies into colab/ (after changing a chapter; commit them)
 	$(PY) tools/run.py colab
+
+workshop:    ## the workshop kit in _build/workshop/: student and instructor notebooks, website, slides, zips
+	$(PY) tools/run.py workshop
 
 check:       ## static notebook hygiene only (fast)
 	.venv/bin/python tools/check_notebooks.py
