@@ -238,7 +238,7 @@ class MultiHeadAttention(nn.Module):
     paths apply them with F.linear, as the NumPy twin applies its own with `linear_forward`.
     Initialisation: Xavier uniform for each projection, zero biases (the NumPy twin's). `dropout` acts on the
     attention weights. `positional` is the position term of self-attention: "rope" rotates queries and keys by
-    their positions (up to `max_len`), "alibi" adds -m_h |i - j| to the scores; None (cross-attention, and
+    their positions (up to `max_len`), "alibi" adds -rho_h |i - j| to the scores; None (cross-attention, and
     models that add positions to the embeddings) adds nothing.
     """
 

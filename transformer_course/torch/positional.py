@@ -118,7 +118,7 @@ class RotaryPositions(nn.Module):
 # ---------------------------------------------------------------- ALiBi (Press et al. 2022)
 
 def alibi_slopes(n_heads: int) -> torch.Tensor:
-    """m_h = 2^(-8h / H), h = 1 .. H (Press et al.); for H not a power of two, the slopes of the power of two
+    """rho_h = 2^(-8h / H), h = 1 .. H (Press et al.); for H not a power of two, the slopes of the power of two
     below H, then every other slope of twice that power (their recipe, as the NumPy twin)."""
     if not isinstance(n_heads, int) or n_heads <= 0:
         raise ValueError(f"n_heads: expected a positive int, got {n_heads!r}")
@@ -131,9 +131,9 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
 
 def alibi_bias(n_heads: int, n_queries: int, n_keys: int, offset: int = 0, device: torch.device | None = None,
                dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """bias[h, i, j] = -m_h |(offset + i) - j| (H, Tq, Tk), added to head h's scores: a key's score falls
+    """bias[h, i, j] = -rho_h |(offset + i) - j| (H, Tq, Tk), added to head h's scores: a key's score falls
     linearly with its distance from the query. The decoder's causal mask hides j > i (Press et al.'s
-    -m_h (i - j)); the encoder penalises both directions alike (the course's choice). No parameters."""
+    -rho_h (i - j)); the encoder penalises both directions alike (the course's choice). No parameters."""
     # powers of two times whole distances: exact in float32 (MPS has no float64); float64 kept for checks
     work = torch.float64 if dtype == torch.float64 else torch.float32
     slopes = alibi_slopes(n_heads).to(work).to(device)  # (H,)
