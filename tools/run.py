@@ -22,6 +22,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -148,8 +149,8 @@ def hide_solutions_config(text: str) -> str:
     if "course_hide_solutions: false" not in text:
         raise ValueError("_config.yml: expected a `course_hide_solutions: false` entry to switch")
     text = text.replace("course_hide_solutions: false", "course_hide_solutions: true")
-    # paths in a config are relative to its own folder: point the local extension at tools/ absolutely
-    return text.replace("course_solutions: tools/", f"course_solutions: {ROOT / 'tools'}/")
+    # paths in a config are relative to its own folder: point every local extension at tools/ absolutely
+    return re.sub(r"^(\s+course_\w+: )tools/", lambda m: f"{m.group(1)}{ROOT / 'tools'}/", text, flags=re.M)
 
 
 def build_book(strict: bool, hide_solutions: bool = False) -> None:

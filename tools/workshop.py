@@ -49,9 +49,7 @@ def reduced_toc(chapters: list[str]) -> dict:
 def build_website(out: Path, work: Path, chapters: list[str] | None) -> None:
     """The website without solutions (the `course_hide_solutions` switch of tools/course_solutions.py)."""
     config = work / "_config_workshop.yml"
-    config.write_text(hide_solutions_config((ROOT / "_config.yml").read_text()).replace(
-        "course_colab: tools/", f"course_colab: {ROOT / 'tools'}/").replace(
-        "course_diagrams: tools/", f"course_diagrams: {ROOT / 'tools'}/"))
+    config.write_text(hide_solutions_config((ROOT / "_config.yml").read_text()))
     command = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT), "--config", str(config),
                "--path-output", str(work / "site")]
     if chapters:

@@ -10,10 +10,11 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 __all__ = ["ModelConfig", "TrainConfig", "MODEL_PRESETS", "TRAIN_PRESETS", "get_preset", "get_train_preset",
-           "POSITIONAL_KINDS"]
+           "POSITIONAL_KINDS", "ATTENTION_POSITIONAL"]
 
 
-POSITIONAL_KINDS = ("sinusoidal", "learned", "rope", "alibi")  # ModelConfig.positional's values
+ATTENTION_POSITIONAL = ("rope", "alibi")   # position terms applied inside self-attention, not to embeddings
+POSITIONAL_KINDS = ("sinusoidal", "learned", *ATTENTION_POSITIONAL)  # ModelConfig.positional's values
 
 _TYPES = {"int": int, "float": float, "bool": bool, "str": str}
 
@@ -112,6 +113,12 @@ class ModelConfig(_Replaceable):
         _check_range("ModelConfig", "layer_norm_eps", self.layer_norm_eps, low=0.0, low_open=True)
         if not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
             raise ValueError(f"ModelConfig.pad_id: expected an id inside both vocabularies, got {self.pad_id}")
+
+    @property
+    def attention_positional(self) -> str | None:
+        """The position term of every self-attention layer: "rope", "alibi", or None (positions added to the
+        embeddings instead)."""
+        return self.positional if self.positional in ATTENTION_POSITIONAL else None
 
     @property
     def d_head(self) -> int:

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ..config import ATTENTION_POSITIONAL
 from .dropout import dropout_backward, dropout_forward
 from .functional import linear_backward, linear_forward, softmax_backward, xavier_uniform
 from .masks import check_mask
@@ -309,7 +310,7 @@ def multi_head_attention_forward(x_q: np.ndarray, x_kv: np.ndarray, params: dict
     None (cross-attention, and models that add positions to the embeddings) adds nothing.
     Returns (out (B, Tq, D), cache); cache["weights"] is (B, H, Tq, Tk).
     """
-    if positional not in (None, "rope", "alibi"):
+    if positional not in (None, *ATTENTION_POSITIONAL):
         raise ValueError(f"positional: expected None, 'rope' or 'alibi', got {positional!r}")
     D = params["W_q"].shape[0]
     if not isinstance(x_q, np.ndarray) or x_q.ndim != 3 or x_q.shape[-1] != D:

@@ -114,20 +114,18 @@ def rotary_positions_forward(x: np.ndarray, offset: int = 0) -> tuple[np.ndarray
     angles = rotary_angles(np.arange(offset, offset + T), Dh)  # (T, Dh/2)
     cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)  # (T, Dh/2) each
     even, odd = x[..., 0::2], x[..., 1::2]              # (B, H, T, Dh/2) each
-    out = np.empty_like(x)                               # (B, H, T, Dh)
-    out[..., 0::2] = even * cos - odd * sin              # the 2-D rotation of every pair
-    out[..., 1::2] = even * sin + odd * cos
-    return out, (cos, sin)
+    rotated = np.stack([even * cos - odd * sin,          # the 2-D rotation of every pair ...
+                        even * sin + odd * cos], axis=-1)  # (B, H, T, Dh/2, 2)
+    return rotated.reshape(x.shape), (cos, sin)          # ... interleaved back: (B, H, T, Dh)
 
 
 def rotary_positions_backward(dout: np.ndarray, cache: tuple) -> np.ndarray:
     """A rotation's transpose is the rotation by the opposite angle: the gradient is rotated back."""
     cos, sin = cache
     deven, dodd = dout[..., 0::2], dout[..., 1::2]      # (B, H, T, Dh/2) each
-    dx = np.empty_like(dout)                             # (B, H, T, Dh)
-    dx[..., 0::2] = deven * cos + dodd * sin
-    dx[..., 1::2] = -deven * sin + dodd * cos
-    return dx
+    dx = np.stack([deven * cos + dodd * sin,             # the transposed rotation of every pair
+                   -deven * sin + dodd * cos], axis=-1)  # (B, H, T, Dh/2, 2)
+    return dx.reshape(dout.shape)                        # (B, H, T, Dh)
 
 
 # ---------------------------------------------------------------- ALiBi (Press et al. 2022)

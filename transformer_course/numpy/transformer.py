@@ -63,11 +63,6 @@ def make_tgt_mask(tgt_in: np.ndarray, config: ModelConfig) -> np.ndarray:
     return combine_masks(causal_mask(T), padding_mask(tgt_in, config.pad_id))  # (B, T, T)
 
 
-def _attention_positional(config: ModelConfig) -> str | None:
-    """The position term the self-attention layers apply: "rope", "alibi", or None (added to the embeddings)."""
-    return config.positional if config.positional in ("rope", "alibi") else None
-
-
 def _positions_forward(x: np.ndarray, params: dict, config: ModelConfig, offset: int = 0):
     if config.positional == "learned":
         return learned_positions_forward(x, params["positions"], offset)  # (B, T, D)
@@ -97,7 +92,7 @@ def encode_forward(src: np.ndarray, params: dict, config: ModelConfig, src_mask:
     x, drop_cache = dropout_forward(x, c.dropout, rng, training)  # (B, S, D)
     memory, enc_cache = encoder_forward(x, params["encoder"], c.n_heads, src_mask, c.norm_first, c.dropout,
                                         c.attention_dropout, c.layer_norm_eps, rng, training,
-                                        _attention_positional(c))  # (B, S, D)
+                                        c.attention_positional)  # (B, S, D)
     cache = {"config": c, "emb": emb_cache, "pos": pos_cache, "drop": drop_cache, "encoder": enc_cache,
              "weights": enc_cache["weights"]}
     return memory, cache
@@ -137,7 +132,7 @@ def decode_forward(tgt_in: np.ndarray, memory: np.ndarray, params: dict, config:
     y, drop_cache = dropout_forward(y, c.dropout, rng, training)  # (B, T, D)
     y, dec_cache = decoder_forward(y, memory, params["decoder"], c.n_heads, tgt_mask, src_mask, c.norm_first,
                                    c.dropout, c.attention_dropout, c.layer_norm_eps, rng, training,
-                                   _attention_positional(c))  # (B, T, D)
+                                   c.attention_positional)  # (B, T, D)
     tied = c.tie_output_embedding
     W = params["tgt_embedding"]["E"] if tied else params["W_out"]  # (V, D) tied, (D, V) untied
     logits, out_cache = output_projection_forward(y, W, tied)  # (B, T, D) -> (B, T, V)

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..config import ATTENTION_POSITIONAL
 from .masks import check_mask
 from .positional import RotaryPositions, alibi_bias
 
@@ -247,7 +248,7 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         if d_model % n_heads != 0:
             raise ValueError(f"n_heads: expected a divisor of d_model={d_model}, got {n_heads}")
-        if positional not in (None, "rope", "alibi"):
+        if positional not in (None, *ATTENTION_POSITIONAL):
             raise ValueError(f"positional: expected None, 'rope' or 'alibi', got {positional!r}")
         self.d_model = d_model
         self.n_heads = n_heads

@@ -35,16 +35,15 @@ class Transformer(nn.Module):
         c = config
         self.src_embedding = Embedding(c.src_vocab_size, c.d_model)
         self.tgt_embedding = Embedding(c.tgt_vocab_size, c.d_model)
-        in_attention = c.positional if c.positional in ("rope", "alibi") else None  # the self-attention's term
-        if in_attention is None:
+        if c.attention_positional is None:
             positions = SinusoidalPositions if c.positional == "sinusoidal" else LearnedPositions
             self.positions = positions(c.d_model, c.max_len)
         else:
-            self.positions = None                        # nothing added to the embeddings
-        self.encoder = Encoder(c.n_encoder_layers, c.d_model, c.n_heads, c.d_ff, c.dropout,
-                               c.attention_dropout, c.norm_first, c.layer_norm_eps, in_attention, c.max_len)
-        self.decoder = Decoder(c.n_decoder_layers, c.d_model, c.n_heads, c.d_ff, c.dropout,
-                               c.attention_dropout, c.norm_first, c.layer_norm_eps, in_attention, c.max_len)
+            self.positions = None                        # nothing added to the embeddings: RoPE / ALiBi
+        self.encoder = Encoder(c.n_encoder_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.attention_dropout,
+                               c.norm_first, c.layer_norm_eps, c.attention_positional, c.max_len)
+        self.decoder = Decoder(c.n_decoder_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.attention_dropout,
+                               c.norm_first, c.layer_norm_eps, c.attention_positional, c.max_len)
         if c.tie_output_embedding:
             self.W_out = None                            # logits = x E_tgt^T (Press & Wolf 2017)
         else:
