@@ -70,3 +70,22 @@ def test_train_with_a_position_term_in_attention(positional, tmp_path, capsys):
     capsys.readouterr()
     assert main(["translate", "--checkpoint", str(out), "--device", "cpu", "seven"]) == 0
     assert capsys.readouterr().out.strip()              # one line of output (untrained: any words)
+
+
+
+@pytest.mark.parametrize("train_preset, task, max_number, overrides, expected", [
+    ("course", "numbers", 99_999, {}, 6000),               # above 9,999: twice the course recipe's steps
+    ("course", "numbers", 9_999, {}, None),                # the course recipe as it is
+    ("course", "numbers", 99_999, {"max_steps": 1200}, 1200),  # --max-steps wins
+    ("tiny", "numbers", 99_999, {}, None),                 # another recipe keeps its own steps
+    ("course", "reverse", 99_999, {}, None),
+])
+def test_numbers_above_9999_train_twice_as_long_by_default(train_preset, task, max_number, overrides, expected):
+    from transformer_course.__main__ import LARGE_NUMBERS_STEPS, _default_max_steps
+    chosen = dict(overrides)
+    note = _default_max_steps(train_preset, {"task": task, "max_number": max_number}, chosen)
+    assert chosen.get("max_steps") == expected
+    if chosen == overrides:                             # nothing changed: the run prints nothing about steps
+        assert note is None
+    else:                                               # the run says what it chose and how to choose otherwise
+        assert f"steps: {LARGE_NUMBERS_STEPS}" in note and "--max-steps" in note
