@@ -10,10 +10,9 @@ Each cell of the matrix is one `transformer-course train --task numbers --src-la
 what is measured. The matrix: English <-> French, German, Spanish and digits, both directions, numbers up to
 9,999; English -> French and English -> German up to 99,999 (which the defaults train for 6000 steps, not
 3000). The table gives the training time (wall clock, from the run's history: data building and the final
-evaluation excluded), held-out exact match overall and per
-stratum (3-, 4-, 5-digit numbers; a stratum counts with >= 20 pairs), coverage of the everyday numbers (all
-trained on) and chrF. Timings depend on the machine: run it on an idle one, with as many threads as it has
-cores. Goals (issue tracker): >= 99.5% overall, >= 99% in every stratum, 100% coverage, within 5 minutes.
+evaluation excluded), held-out exact match overall and per stratum (3-, 4-, 5-digit numbers; a stratum counts
+with >= 20 pairs), coverage of the everyday numbers (all trained on) and chrF. Timings depend on the machine:
+run it on an idle one, with as many threads as it has cores. Goals (issue tracker): >= 99.5% overall, >= 99% in every stratum, 100% coverage, within 5 minutes.
 """
 from __future__ import annotations
 

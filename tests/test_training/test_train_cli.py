@@ -72,7 +72,6 @@ def test_train_with_a_position_term_in_attention(positional, tmp_path, capsys):
     assert capsys.readouterr().out.strip()              # one line of output (untrained: any words)
 
 
-
 @pytest.mark.parametrize("train_preset, task, max_number, overrides, expected", [
     ("course", "numbers", 99_999, {}, 6000),               # above 9,999: twice the course recipe's steps
     ("course", "numbers", 9_999, {}, None),                # the course recipe as it is
