@@ -12,7 +12,8 @@ what is measured. The matrix: English <-> French, German, Spanish and digits, bo
 3000). The table gives the training time (wall clock, from the run's history: data building and the final
 evaluation excluded), held-out exact match overall and per stratum (3-, 4-, 5-digit numbers; a stratum counts
 with >= 20 pairs), coverage of the everyday numbers (all trained on) and chrF. Timings depend on the machine:
-run it on an idle one, with as many threads as it has cores. Goals (issue tracker): >= 99.5% overall, >= 99% in every stratum, 100% coverage, within 5 minutes.
+run it on an idle one, with as many threads as it has cores. Goals (issue tracker): >= 99.5% overall, >= 99% in
+every stratum, 100% coverage, within 5 minutes.
 """
 from __future__ import annotations
 
