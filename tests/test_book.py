@@ -117,3 +117,42 @@ def test_hygiene_check_catches_each_problem(tmp_path):
                                           "evalue": "", "traceback": []}])]
     assert any("stored an error" in p for p in
                check_notebooks.check_notebook(_write_nb(tmp_path / "f.ipynb", error), url))
+
+
+def _glued_values(nb: dict) -> dict[str, str]:
+    """Every value a notebook glued, as stored (its text/plain), by name."""
+    values = {}
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []):
+            for mime, text in output.get("data", {}).items():
+                if mime.startswith("application/papermill.record/text/plain"):
+                    values[output["metadata"]["scrapbook"]["name"]] = "".join(text)
+    return values
+
+
+def _significant_digits(number: str) -> int:
+    mantissa = number.lower().split("e")[0].lstrip("-").replace(".", "").lstrip("0")
+    return len(mantissa.rstrip("0")) if "." not in number.split("e")[0] else len(mantissa)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "book").glob("*.ipynb")), ids=lambda p: p.name)
+def test_glued_floats_are_stored_at_the_precision_the_prose_shows(path):
+    # A float's last digits differ from one processor to the next: stored in full, they fail strict nbval on a
+    # learner's machine. Glued at the precision of the text (glue's `decimals`), they are what any machine shows.
+    nb = json.loads(path.read_text())
+    prose = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    shown = {}                                               # name -> the most decimals a `{glue}` reference shows
+    for name, decimals in re.findall(r"\{glue:?\w*\}`([\w-]+):\.(\d+)f`", prose):
+        shown[name] = max(shown.get(name, 0), int(decimals))
+    floats = {name: text for name, text in _glued_values(nb).items()
+              if re.fullmatch(r"-?\d+\.\d+(e-?\d+)?|-?\d+e-?\d+", text)}
+    too_long = {name: text for name, text in floats.items() if _significant_digits(text) > 4}
+    assert not too_long, f"glued floats with more than 4 significant digits (pass glue(..., decimals=N)): {too_long}"
+    finer = {name: text for name, text in floats.items()
+             if name in shown and "e" not in text and len(text.split(".")[1]) > shown[name]}
+    assert not finer, f"glued floats stored with more decimals than the text shows ({shown}): {finer}"
+
+
+def test_significant_digits_counts_what_a_reader_would():
+    assert [_significant_digits(t) for t in ("0.8761880490497608", "99.85", "0.05", "6e-06", "1.0", "46.7")] == \
+        [16, 4, 1, 1, 2, 3]

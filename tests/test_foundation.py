@@ -93,7 +93,7 @@ def test_set_seed_reproduces_python_numpy_and_torch():
 def test_show_source_gives_highlighted_html_and_plain_text():
     view = show_source(set_seed)
     text = repr(view)
-    assert text.startswith("# transformer_course/utils.py, lines ")
+    assert text.startswith("# transformer_course/utils.py\n")
     assert "def set_seed(seed: int)" in text
     html = view._repr_html_()
     assert "set_seed" in html and "<span" in html and "style=" in html  # inline styles: no extra CSS needed
@@ -104,8 +104,27 @@ def test_show_source_names_the_file_of_a_decorated_function():
     pytest.importorskip("torch")
     from transformer_course.torch.decoding import greedy_decode   # wrapped by a torch grad-mode decorator
     text = repr(show_source(greedy_decode))
-    assert text.startswith("# transformer_course/torch/decoding.py, lines ")
+    assert text.startswith("# transformer_course/torch/decoding.py\n")
     assert "def greedy_decode(" in text
+
+
+def test_show_source_does_not_change_when_lines_are_inserted_above(tmp_path, monkeypatch):
+    # Stored chapter outputs hold these views: an edit elsewhere in the shown file must leave them as they were.
+    import importlib
+    import sys
+
+    body = 'def shown(x):\n    """Twice x."""\n    return 2 * x  # (B, T, D)\n'
+    inserted = "import math\n\n\ndef other():\n    return math.pi\n\n\n"
+    views = []
+    for name, above in (("shown_before", ""), ("shown_after", inserted)):
+        (tmp_path / f"{name}.py").write_text(above + body)
+        monkeypatch.syspath_prepend(str(tmp_path))
+        module = importlib.import_module(name)
+        view = show_source(module.shown)
+        views.append((repr(view).replace(name, "MODULE"), view._repr_html_().replace(name, "MODULE")))
+        sys.modules.pop(name)
+    assert views[0] == views[1]
+    assert "lines" not in views[0][0]
 
 
 def test_show_source_rejects_objects_without_source():

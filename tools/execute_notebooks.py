@@ -11,11 +11,17 @@ This is the only way stored outputs are written. It
     python tools/execute_notebooks.py                 # every notebook in book/
     python tools/execute_notebooks.py book/03_*.ipynb # some of them
     python tools/execute_notebooks.py -j 2            # two at a time
+    python tools/execute_notebooks.py --student       # the student edition of every chapter, stored nowhere
+
+`--student` writes the student edition (no solutions: tools/colab.py) into _build/student-run/ and runs each
+notebook top to bottom there, as a learner's *Run all* does; nothing is stored. With no solution cell run,
+the cells after an exercise draw other random numbers than the book's: they must hold all the same.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -51,7 +57,7 @@ def _strip_metadata(nb) -> None:
     nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
 
 
-def execute(path: str) -> tuple[str, float]:
+def execute(path: str, store: bool = True) -> tuple[str, float]:
     import nbformat
     from nbclient import NotebookClient
 
@@ -62,28 +68,43 @@ def execute(path: str) -> tuple[str, float]:
                             store_widget_state=True, resources={"metadata": {"path": str(nb_path.parent)}})
     client.execute()
     elapsed = time.perf_counter() - start
-    _strip_metadata(nb)
-    nbformat.write(nb, nb_path)
+    if store:
+        _strip_metadata(nb)
+        nbformat.write(nb, nb_path)
     return str(nb_path.relative_to(ROOT)), elapsed
+
+
+def student_editions() -> list[str]:
+    """The student edition of every chapter, written afresh into _build/student-run/."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from colab import write_colab_notebooks
+    out = ROOT / "_build" / "student-run"
+    shutil.rmtree(out, ignore_errors=True)
+    return [str(path) for path in write_colab_notebooks(out, ROOT, solutions=False)]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="*", help="notebooks (default: book/*.ipynb)")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="notebooks executed at once")
+    parser.add_argument("--student", action="store_true",
+                        help="run the student edition of every chapter (no solutions) and store nothing")
     args = parser.parse_args(argv)
     if "MPLBACKEND" in os.environ:
         print("execute_notebooks: MPLBACKEND is set; it reaches the kernel and removes figures from the "
               "stored outputs. Unset it (`unset MPLBACKEND`) and run again.", file=sys.stderr)
         return 2
-    paths = args.paths or sorted(str(p) for p in (ROOT / "book").glob("*.ipynb"))
+    if args.student:
+        paths = student_editions()
+    else:
+        paths = args.paths or sorted(str(p) for p in (ROOT / "book").glob("*.ipynb"))
     if not paths:
         print("execute_notebooks: no notebooks found", file=sys.stderr)
         return 1
     os.environ["PYTHONHASHSEED"] = "0"
     failures = 0
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = {path: pool.submit(execute, path) for path in paths}
+        futures = {path: pool.submit(execute, path, not args.student) for path in paths}
         for path, future in futures.items():
             try:
                 name, seconds = future.result()

@@ -33,13 +33,15 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent
 
 
 def _source_and_location(obj) -> tuple[str, str]:
-    """Source text of a function, class, method or module, and 'module.py, lines a-b' relative to the package."""
+    """Source text of a function, class, method or module, and its file relative to the package's folder.
+
+    No line numbers: an edit elsewhere in the same file must not change what a chapter stored for this object."""
     if isinstance(obj, property):
         obj = obj.fget
     if callable(obj) and not inspect.isclass(obj):
         obj = inspect.unwrap(obj)  # a decorated function (e.g. @torch.no_grad): the file of the function itself
     try:
-        lines, start = inspect.getsourcelines(obj)
+        lines, _ = inspect.getsourcelines(obj)
         path = Path(inspect.getsourcefile(obj)).resolve()
     except (TypeError, OSError) as err:
         raise TypeError(f"obj: expected a function, class or module with Python source, got {obj!r}") from err
@@ -47,9 +49,7 @@ def _source_and_location(obj) -> tuple[str, str]:
         shown = path.relative_to(_PACKAGE_ROOT.parent).as_posix()
     except ValueError:  # defined outside the package (e.g. in a notebook): show the file name only
         shown = path.name
-    start = max(start, 1)
-    location = f"{shown}, lines {start}-{start + len(lines) - 1}"
-    return "".join(lines).rstrip("\n"), location
+    return "".join(lines).rstrip("\n"), shown
 
 
 def _highlight(code: str) -> str:
@@ -219,12 +219,14 @@ def show_diff(numpy_obj, torch_obj, docstrings: bool = False) -> DiffView:
     return DiffView(*views)
 
 
-def glue(name: str, value: Any, display: bool = False) -> None:
+def glue(name: str, value: Any, decimals: int | None = None, display: bool = False) -> None:
     """Store `value` under `name` for the page's prose to quote (`{glue:text}`name:.3f``).
 
     When the book is built, myst-nb replaces the reference with the value as this cell computed it, so the text
-    can never disagree with the code. Without myst-nb (Colab, a NumPy-only install) nothing is stored: the
-    chapter still runs. Returns None, so a `glue(...)` on the last line of a cell displays nothing.
+    can never disagree with the code. A float needs `decimals`, the precision the prose shows: it is stored
+    rounded to it, because its last digits differ from one processor (or thread count) to the next, and a
+    stored output must be what any learner's machine computes. Without myst-nb (Colab, a NumPy-only install)
+    nothing is stored: the chapter still runs. Returns None, so a `glue(...)` ending a cell displays nothing.
     """
     if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"name: expected letters, digits, '-' or '_', got {name!r}")
@@ -232,6 +234,11 @@ def glue(name: str, value: Any, display: bool = False) -> None:
     # `name:.2f` cannot read: the build warns and prints nothing. Its Python twin is stored as "0.81".
     if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
         value = value.item()
+    if isinstance(value, float):
+        if decimals is None:
+            raise TypeError(f"decimals: glue({name!r}, ...) got a float, {value!r}: pass decimals=, the number of "
+                            "decimals the prose shows (a float's last digits depend on the processor)")
+        value = round(value, decimals)
     try:
         from myst_nb import glue as myst_glue
     except ImportError:

@@ -21,11 +21,13 @@ def test_train_numpy_learns_and_records_history():
                          max_len=8, dropout=0.1)
     rng = np.random.default_rng(0)
     params = init_transformer(rng, config)
-    tc = TrainConfig(max_steps=120, warmup_steps=30, lr_factor=2.0, label_smoothing=0.0)
+    tc = TrainConfig(max_steps=400, warmup_steps=60, lr_factor=1.0, label_smoothing=0.0)
     history = train_numpy(params, config, _copy_batches(rng, 8), tc, rng=rng)
-    assert history["step"] == list(range(1, 121)) and history["stop_reason"] == "max_steps"
-    assert np.mean(history["loss"][-10:]) < 0.85 * np.mean(history["loss"][:10])
-    assert history["lr"][29] == max(history["lr"])       # the peak of the warm-up schedule
+    assert history["step"] == list(range(1, 401)) and history["stop_reason"] == "max_steps"
+    # The last losses are 5-14% of the first over seeds 0-3, with NumPy's and OpenBLAS's kernels on AVX-512 and
+    # forced to SSE4.2: the bound leaves room for any processor, and a trainer that does not learn fails it.
+    assert np.mean(history["loss"][-10:]) < 0.5 * np.mean(history["loss"][:10])
+    assert history["lr"][59] == max(history["lr"])       # the peak of the warm-up schedule
 
 
 def test_train_numpy_stops_on_callback_and_on_exhausted_data():

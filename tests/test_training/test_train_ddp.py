@@ -31,4 +31,7 @@ def test_two_processes_equal_one(tmp_path):
             # softmax ignores a shift shared by all keys, so this bias's true gradient is exactly 0: what
             # remains is rounding noise, which Adam normalises into full-size steps (it is inert either way)
             continue
-        assert torch.allclose(value, two["model"][name], atol=1e-5, rtol=1e-4), name
+        # Ten Adam steps turn the rounding noise of a different summation order into differences of up to
+        # 3.4e-5 (measured with PyTorch's kernels on AVX-512, AVX2 and the default x86-64 set); a different
+        # batch, what a missing gradient synchronisation would give, moves every tensor by 0.18 or more.
+        assert torch.allclose(value, two["model"][name], atol=1e-3, rtol=0), name
