@@ -27,7 +27,6 @@ import traceback
 from pathlib import Path
 
 from .config import MODEL_PRESETS, TRAIN_PRESETS, ModelConfig, TrainConfig, get_preset, get_train_preset
-from .data.tasks import NUMBER_LANGUAGES, SPLIT_VERSIONS
 
 PROG = "transformer-course"
 TASK_CHOICES = ("numbers", "copy", "reverse", "sort", "tsv")
@@ -171,6 +170,7 @@ def _parse_overrides(cls, items: list[str], flag: str) -> dict:
 
 
 def _add_data_args(p: argparse.ArgumentParser, defaults: bool = True) -> None:
+    from .data.tasks import NUMBER_LANGUAGES      # here, not at the top: `doctor` must start without NumPy
     g = p.add_argument_group("data")
     g.add_argument("--task", choices=TASK_CHOICES, default="numbers" if defaults else None,
                    help="numbers: number words translated (offline); copy/reverse/sort: toy tasks; "
@@ -211,6 +211,7 @@ def _data_args(args) -> dict:
             "max_len": args.max_len, "n_train": args.n_train, "n_val": args.n_val, "n_test": args.n_test,
             "corpus": args.corpus, "data_seed": args.data_seed}
     if task == "numbers":                            # which numbers are held out: saved with the checkpoint
+        from .data.tasks import SPLIT_VERSIONS
         spec["split"] = SPLIT_VERSIONS[-1]
     return spec
 
@@ -725,6 +726,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; return its exit status (0 success, 1 failure while running, 2 user mistake)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
+    if argv[:1] == ["doctor"] and not {"-h", "--help"} & set(argv[1:]):
+        # before the parser, which imports the data module (NumPy): the doctor must also run on a Python where
+        # nothing is installed yet, to say so
+        return cmd_doctor(argparse.Namespace(argv=argv))
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:                      # --help (0), or a bad flag: the parser printed its line

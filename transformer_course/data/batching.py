@@ -32,13 +32,24 @@ def encode_pairs(pairs: Sequence[tuple[str, str]], src_vocab: Vocab, tgt_vocab: 
     return sources, targets, kept
 
 
+def _check_pairs(pairs: Sequence[tuple[str, str]]) -> None:
+    """Every item must be a (source, target) pair of strings. Plain sentences would otherwise be unpacked
+    letter by letter: a 2-letter sentence silently becomes the pair (letter, letter), a longer one a
+    "too many values to unpack" that names nothing."""
+    if len(pairs) == 0:
+        raise ValueError("pairs: expected at least one (source, target) pair, got none")
+    for i, pair in enumerate(pairs):
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(s, str) for s in pair)):
+            raise TypeError(f"pairs[{i}]: expected a (source, target) pair of strings, got "
+                            f"{type(pair).__name__} {pair!r:.80}")
+
+
 class Seq2SeqDataset:
     """Pairs encoded once; item i is (i, source ids, target ids). Works as a torch map-style dataset."""
 
     def __init__(self, pairs: Sequence[tuple[str, str]], src_vocab: Vocab, tgt_vocab: Vocab,
                  max_len: int | None = None):
-        if len(pairs) == 0:
-            raise ValueError("pairs: expected at least one (source, target) pair, got none")
+        _check_pairs(pairs)
         self.pairs = list(pairs)
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.sources, self.targets, self.kept = encode_pairs(pairs, src_vocab, tgt_vocab, max_len)

@@ -53,11 +53,36 @@ def download(url: str, dest: str | os.PathLike, sha256: str | None = None, timeo
     return dest
 
 
-def _open_text(path: Path):
+def _open_text(path: Path, binary: bool = False):
+    """`path` opened as UTF-8 text, or as bytes with `binary`; gzip-compressed when its name ends in .gz."""
     if path.suffix == ".gz":
         import gzip
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return gzip.open(path, "rb") if binary else gzip.open(path, "rt", encoding="utf-8")
+    return open(path, "rb") if binary else open(path, encoding="utf-8")
+
+
+def _utf8_lines(f, path: Path):
+    """The lines of `f`, opened by `_open_text(path)`. A byte that is not UTF-8 becomes a CorpusError naming the
+    file, line and offset (the command line's wording for stdin): Python's own UnicodeDecodeError names no
+    file, and its position counts from the start of the block being decoded, not of the line."""
+    try:
+        yield from f
+    except UnicodeDecodeError:
+        raise CorpusError(_undecodable_message(path)) from None
+
+
+def _undecodable_message(path: Path) -> str:
+    """Where the first byte that is not UTF-8 lies; the file is read again as bytes, only once decoding failed."""
+    with _open_text(path, binary=True) as f:
+        raw = f.read()
+    # bytes.splitlines ends lines where text mode does (\n, \r\n, \r), so the line numbers agree
+    for lineno, line in enumerate(raw.splitlines(), start=1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as err:
+            return (f"{path}:{lineno}: byte {err.start} (0x{line[err.start]:02x}) is not valid UTF-8; "
+                    "save the file as UTF-8")
+    return f"{path}: expected a UTF-8 text file, got bytes that are not valid UTF-8"
 
 
 def read_tsv_pairs(path: str | os.PathLike, src_col: int = 0, tgt_col: int = 1,
@@ -73,7 +98,7 @@ def read_tsv_pairs(path: str | os.PathLike, src_col: int = 0, tgt_col: int = 1,
     need = max(src_col, tgt_col) + 1
     pairs = []
     with _open_text(path) as f:
-        for lineno, line in enumerate(f, start=1):
+        for lineno, line in enumerate(_utf8_lines(f, path), start=1):
             line = line.rstrip("\n").rstrip("\r")
             if skip_blank and not line.strip():
                 continue
@@ -136,9 +161,9 @@ def read_parallel_files(src_path: str | os.PathLike, tgt_path: str | os.PathLike
     """Pairs from two line-aligned files (Multi30k style); differing line counts or empty lines raise."""
     src_path, tgt_path = Path(src_path), Path(tgt_path)
     with _open_text(src_path) as f:
-        src = [line.rstrip("\n") for line in f]
+        src = [line.rstrip("\n") for line in _utf8_lines(f, src_path)]
     with _open_text(tgt_path) as f:
-        tgt = [line.rstrip("\n") for line in f]
+        tgt = [line.rstrip("\n") for line in _utf8_lines(f, tgt_path)]
     if not src:
         raise CorpusError(f"{src_path}: the corpus file is empty")
     if not tgt:

@@ -10,6 +10,8 @@ below p), a strict "> p", a missing renormalisation and a set taken from the lea
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from ._feedback import ExerciseError, call_learner, compare_arrays, exercise_check, passed
@@ -55,6 +57,21 @@ def _argmin_finite(logits):
     return int(np.argmin(np.where(np.isfinite(logits), logits, np.inf)))
 
 
+def _token_list(got, name: str) -> list[int]:
+    """The learner's answer as a list of ints. Anything else (a batch such as a (1, T) array, nested lists,
+    fractional numbers) is feedback that says what was expected, not a TypeError from int() inside the check."""
+    if got is None:
+        raise ExerciseError(f"{name}(...) returned None: did it forget to `return` the list of tokens?")
+    values = got.tolist() if hasattr(got, "tolist") else got
+    if isinstance(values, (list, tuple)) and all(
+            isinstance(t, numbers.Real) and not isinstance(t, bool) and float(t).is_integer() for t in values):
+        return [int(t) for t in values]
+    shape = getattr(got, "shape", None)
+    what = f"a {type(got).__name__} of shape {tuple(shape)}" if shape is not None else f"{values!r:.80}"
+    raise ExerciseError(f"{name}(...) returned {what}; expected a flat list of token ids such as [5, 3, 2] (one "
+                        "sequence, not a batch of rows: for a (1, T) array, return tokens[0].tolist()).")
+
+
 @exercise_check
 def check_greedy_decode(fn):
     """Check `fn(next_logits, bos_id, eos_id, max_len) -> list of token ids`.
@@ -66,10 +83,7 @@ def check_greedy_decode(fn):
     cases = [("a sequence that ends with EOS", lambda p: toy_next_logits(p, stop_at=4), 10),
              ("a sequence cut off at max_len", lambda p: toy_next_logits(p, stop_at=99), 6)]
     for what, model, max_len in cases:
-        got = call_learner(fn, model, BOS, EOS, max_len)
-        if got is None:
-            raise ExerciseError("your function returned None: did it forget to `return` the list of tokens?")
-        got = [int(t) for t in (got.tolist() if hasattr(got, "tolist") else got)]
+        got = _token_list(call_learner(fn, model, BOS, EOS, max_len), getattr(fn, "__name__", "your function"))
         expected = _greedy(model, BOS, EOS, max_len)
         if got == expected:
             continue

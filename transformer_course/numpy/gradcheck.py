@@ -54,9 +54,11 @@ def gradcheck(f: Callable[[], float], params, grads, eps: float = 1e-6, max_entr
     at most that many randomly chosen entries per leaf are compared (fast checks of big trees).
     Some gradients are exactly zero in theory (the key bias b_k: softmax ignores a shift shared by all keys);
     the relative error of two zeros is rounding noise over rounding noise, so a leaf where both gradients are
-    below `zero_tol` everywhere counts as agreeing (error 0). Returns {path: relative error}.
+    below `zero_tol` everywhere counts as agreeing (error 0). A central difference cannot resolve less than one
+    rounding step of f over 2 eps, so the numeric side's zero is at least 10 times that. Returns {path: error}.
     """
     rng = rng if rng is not None else np.random.default_rng(0)
+    numeric_zero = max(zero_tol, 10 * abs(f()) * np.finfo(np.float64).eps / (2 * eps))
     p_leaves, g_leaves = tree_leaves(params), tree_leaves(grads)
     if [p for p, _ in p_leaves] != [g for g, _ in g_leaves]:
         raise ValueError(f"grads: expected the nesting of params {[p for p, _ in p_leaves]}, "
@@ -71,6 +73,6 @@ def gradcheck(f: Callable[[], float], params, grads, eps: float = 1e-6, max_entr
         numeric = numerical_gradient(f, x, eps, indices)
         analytic = g.reshape(-1) if indices is None else g.reshape(-1)[indices]
         numeric = numeric.reshape(-1) if indices is None else numeric.reshape(-1)[indices]
-        both_zero = np.abs(analytic).max(initial=0.0) < zero_tol and np.abs(numeric).max(initial=0.0) < zero_tol
+        both_zero = np.abs(analytic).max(initial=0.0) < zero_tol and np.abs(numeric).max(initial=0.0) < numeric_zero
         errors[path or "x"] = 0.0 if both_zero else relative_error(analytic, numeric)
     return errors

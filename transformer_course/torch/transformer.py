@@ -96,6 +96,7 @@ class Transformer(nn.Module):
         B, T = tgt_in.shape
         if memory.dim() != 3 or memory.shape[0] != B or memory.shape[2] != c.d_model:
             raise ValueError(f"memory: expected shape (B={B}, S, d_model={c.d_model}), got {tuple(memory.shape)}")
+        self._check_memory_dtype(memory)
         if tgt_mask is None:
             tgt_mask = self.make_tgt_mask(tgt_in)        # (B, T, T)
         y = self.tgt_embedding(tgt_in, "tgt_in")         # (B, T) -> (B, T, D)
@@ -105,6 +106,15 @@ class Transformer(nn.Module):
         W = self.tgt_embedding.E if c.tie_output_embedding else self.W_out.weight  # (V, D) both
         logits = output_projection(y, W)                 # (B, T, D) -> (B, T, V)
         return (logits, weights) if need_weights else logits
+
+    def _check_memory_dtype(self, memory: torch.Tensor) -> None:
+        """memory must have the weights' dtype, or a half precision that autocast gives encode's output: torch
+        does not convert it (float64 memory from NumPy would fail in the first cross-attention matmul with
+        "mat1 and mat2 must have the same dtype", which names neither the argument nor the fix)."""
+        dtype = self.tgt_embedding.E.dtype
+        if memory.dtype != dtype and memory.dtype not in (torch.float16, torch.bfloat16):
+            raise TypeError(f"memory: expected a tensor of the model's dtype {dtype} (or float16/bfloat16 under "
+                            f"autocast), got {memory.dtype}; convert it with memory.to({dtype})")
 
     def new_cache(self) -> DecoderCache:
         """An empty key/value cache for `decode_cached` (see `decoding.greedy_decode`)."""
@@ -122,6 +132,8 @@ class Transformer(nn.Module):
         c = self.config
         T = tgt_in.shape[1]
         past = cache.length
+        if past == 0:                                    # only the first step reads memory: later ones use the cache
+            self._check_memory_dtype(memory)
         tgt_mask = None                                  # one new position may attend to every cached one
         if T > 1:                                        # several: causal, shifted by the past
             tgt_mask = torch.ones(T, past + T, dtype=torch.bool, device=tgt_in.device).tril(past)[None]  # (1, T, t)

@@ -110,6 +110,17 @@ def _natural_key(label: str):
     return (0, int(head), label) if head.isdigit() else (1, 0, label)
 
 
+def _check_vocabularies(model, src_vocab: Vocab | None, tgt_vocab: Vocab | None) -> None:
+    """Each vocabulary given must be the one the model was built for (as `train` requires): a larger source
+    vocabulary gives ids past the embedding table, and a target vocabulary of another size turns the model's
+    ids into other words without an error. Comparing sizes costs nothing; the ids are not scanned."""
+    for name, vocab, size in (("src_vocab", src_vocab, model.config.src_vocab_size),
+                              ("tgt_vocab", tgt_vocab, model.config.tgt_vocab_size)):
+        if vocab is not None and len(vocab) != size:
+            raise ValueError(f"{name}: expected the model's vocabulary of {size} tokens (config.{name}_size), got "
+                             f"a vocabulary of {len(vocab)} tokens; use the vocabularies saved with the model")
+
+
 def generate_ids(model, src: torch.Tensor, src_mask: torch.Tensor | None = None, beam_size: int = 1,
              max_len: int | None = None, sampling: dict | None = None) -> list[list[int]]:
     """Generated ids (without bos/eos/pad) for every row of src (B, S): greedy, beam search if beam_size > 1, or
@@ -136,6 +147,7 @@ def evaluate(model, loader: Iterable, tgt_vocab: Vocab | None = None, *, generat
     "n_sentences". With `generate`: "exact_match" and "hypotheses" (id lists, in dataset order); with a
     `tgt_vocab` as well: "bleu" and "bleu_signature".
     """
+    _check_vocabularies(model, None, tgt_vocab)
     if device is None:
         device = next(model.parameters()).device
     device = torch.device(device)
@@ -187,6 +199,7 @@ def translate(model, sentences: Sequence[str], src_vocab: Vocab, tgt_vocab: Voca
     from ..data.batching import pad_sequences
     if isinstance(sentences, str):
         raise TypeError("sentences: expected a list of strings, got one string (wrap it in a list)")
+    _check_vocabularies(model, src_vocab, tgt_vocab)
     limit = model.config.max_len
     encoded = []
     for i, sentence in enumerate(sentences):
@@ -212,6 +225,7 @@ def evaluate_pairs(model, pairs: Sequence[tuple[str, str]], src_vocab: Vocab, tg
                    device: str | torch.device | None = None) -> dict:
     """`evaluate` with generation on raw (source, target) pairs; adds "hypotheses_text" in the pairs' order."""
     from ..data.loader import make_dataloader
+    _check_vocabularies(model, src_vocab, tgt_vocab)
     loader = make_dataloader(pairs, src_vocab, tgt_vocab, batch_size=batch_size, shuffle=False)
     metrics = evaluate(model, loader, tgt_vocab, generate=True, beam_size=beam_size, max_len=max_len,
                        device=device)
