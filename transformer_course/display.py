@@ -238,7 +238,7 @@ def glue(name: str, value: Any, decimals: int | None = None, display: bool = Fal
         if decimals is None:
             raise TypeError(f"decimals: glue({name!r}, ...) got a float, {value!r}: pass decimals=, the number of "
                             "decimals the prose shows (a float's last digits depend on the processor)")
-        value = round(value, decimals)
+        value = round(value, decimals) if decimals > 0 else int(round(value))   # 9, not 9.0, for `:.0f`
     try:
         from myst_nb import glue as myst_glue
     except ImportError:
