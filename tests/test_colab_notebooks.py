@@ -3,6 +3,7 @@ every chapter page's Colab button, and with no solution left to run on *Runtime 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -156,9 +157,85 @@ def test_no_solution_runs_and_every_stub_and_check_stays(docname):
     assert not solution_sources & set(copy_code), f"{docname}: a solution is still a code cell ({FIX})"
     kept = [_source(c) for i, c in enumerate(book["cells"]) if c["cell_type"] == "code" and i not in solutions
             and ("remove-cell" not in c["metadata"].get("tags", []) or "PACKAGE_URL" in _source(c))]
+    if kept and "PACKAGE_URL" in kept[0]:   # the copy's install cell installs the release (see below)
+        kept[0] = course_colab.pin_install_cell(kept[0], _release_url())
     # every other code cell stays, in order: the learner's stubs and their check_* calls among them
     assert copy_code == kept, f"{docname}: the Colab copy's code cells differ from the chapter's ({FIX})"
     if solutions:  # each solution is readable in a collapsed block instead
         details = [c for c in copy["cells"] if c["cell_type"] == "markdown" and "<details>" in _source(c)]
         assert all(any(s.strip() in _source(c) for c in details) for s in solution_sources)
     assert "PACKAGE_URL" in copy_code[0], f"{docname}: the install cell must be the first code cell"
+
+
+# ------------------------------------------------------------------------------------------ the release pin
+
+def _release_url() -> str:
+    """What every Colab copy's install cell installs: the repository at the tag of pyproject.toml's version."""
+    return course_colab.package_url(colab.load_config()["repository"]["url"], course_colab.project_version())
+
+
+def test_every_colab_copy_installs_the_current_release():
+    """A notebook meets the package of its own release (`@v{version}`), never a newer default branch."""
+    url = _release_url()
+    assert url.endswith(f"@v{course_colab.project_version()}") and url.startswith("git+https://github.com/")
+    wrong = {}
+    for path in sorted((ROOT / course_colab.COLAB_DIR).glob("*.ipynb")):
+        code = [_source(c) for c in _load(path)["cells"] if c["cell_type"] == "code"]
+        if not code or f'os.environ.get("TC_PACKAGE_URL", "{url}")' not in code[0]:
+            wrong[path.name] = re.findall(r'"(git\+[^"]*)"', code[0]) if code else "no code cell"
+    assert not wrong, f"Colab copies that do not install {url}: {wrong} ({FIX})"
+
+
+@pytest.mark.parametrize("text", ['[project]\nname = "x"\nversion = "1.2.3"\n[tool.x]\nversion = "9"\n',
+                                  '[build-system]\nrequires = []\n\n[project]\nversion = \'1.2.3\'\n'])
+def test_project_version_reads_the_project_table(tmp_path, text, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text(text)
+    assert course_colab.project_version(tmp_path) == "1.2.3"
+    # Python 3.10 has no tomllib: the regular expression gives the same answer
+    monkeypatch.setitem(sys.modules, "tomllib", None)
+    assert course_colab.project_version(tmp_path) == "1.2.3"
+
+
+def test_pin_install_cell_refuses_a_cell_without_the_url_line():
+    with pytest.raises(ValueError, match="PACKAGE_URL"):
+        course_colab.pin_install_cell("%pip install something", "git+https://example.org/r@v1")
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+def test_release_tags_only_a_clean_tree_whose_copies_install_the_version(tmp_path, capsys, monkeypatch):
+    """`python3 tools/run.py release` in a throwaway repository: refused while the tree is dirty or a copy
+    installs another version, then the annotated tag `v{version}` and the push command."""
+    run = pytest.importorskip("run")
+    if subprocess.run(["git", "--version"], capture_output=True).returncode != 0:
+        pytest.skip("no git")
+    for variable in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
+        monkeypatch.setenv(variable, "Test")
+    for variable in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.setenv(variable, "test@example.org")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)   # no signing or hooks of the machine's own settings
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    repo = tmp_path / "repo"
+    (repo / "colab").mkdir(parents=True)
+    (repo / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "2.5.0"\n')
+    cell = course_colab.pin_install_cell(
+        'PACKAGE_URL = os.environ.get("TC_PACKAGE_URL", "git+https://github.com/o/r")\n', "git+https://github.com/o/r@v2.4.0")
+    (repo / "colab" / "a.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "source": cell}]}))
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "x")
+    no_python = tmp_path / "no-python"      # skips the regeneration check (tools/colab.py of this checkout)
+    assert run.release(repo, no_python) == 1
+    assert "does not install v2.5.0" in capsys.readouterr().out
+    (repo / "colab" / "a.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "source": cell.replace(
+        "@v2.4.0", "@v2.5.0")}]}))
+    assert run.release(repo, no_python) == 1
+    assert "uncommitted changes" in capsys.readouterr().out
+    _git(repo, "commit", "-q", "-am", "y")
+    assert run.release(repo, no_python) == 0
+    assert "git push origin v2.5.0" in capsys.readouterr().out
+    assert _git(repo, "cat-file", "-t", "v2.5.0").strip() == "tag"      # annotated
+    assert run.release(repo, no_python) == 1
+    assert "exists already" in capsys.readouterr().out

@@ -1,4 +1,10 @@
-"""Workshop widgets: each static twin figure draws what its widget shows, and each widget builds its controls."""
+"""Workshop widgets: each static twin figure draws what its widget shows, each widget builds its controls, and
+moving a control redraws (with ipywidgets 8 here; tests/test_colab_start.py runs the same probe with Colab's
+ipywidgets 7.7.1, and the "floors" leg of the matrix runs this file with 7.7.1)."""
+import importlib.util
+import sys
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")  # tests only; notebooks keep the inline backend
@@ -7,6 +13,9 @@ import numpy as np
 import pytest
 
 from transformer_course.viz import widgets as w
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import widget_probe  # noqa: E402  (tests/ is not a package)
 
 
 def _close(fig):
@@ -60,6 +69,45 @@ def test_widgets_build_controls_and_an_output(build):
     assert isinstance(output, ipywidgets.Output)
     assert len(controls.children) >= 2
     plt.close("all")
+
+
+@pytest.mark.parametrize("build, figure", [(w.softmax_scaling_widget, "softmax_scaling_figure"),
+                                           (w.mask_widget, "mask_figure"), (w.positional_widget, "positional_figure"),
+                                           (w.warmup_widget, "warmup_figure")])
+def test_moving_any_control_redraws_with_its_new_value(build, figure, monkeypatch):
+    """Without a kernel: each control's callback fires once per move and draws with the moved value."""
+    calls = []
+    real = getattr(w, figure)
+
+    def spy(*args, **kwargs):
+        calls.append((args, kwargs))
+        return real(*args, **kwargs)
+    monkeypatch.setattr(w, figure, spy)
+    controls = build().children[0].children
+    assert len(calls) == 1, f"drawn {len(calls)} times when built, not once"
+    for control in controls:
+        control.value = widget_probe.step(control)
+        assert len(calls) >= 2 and calls[-1] != calls[-2], f"moving {control.description!r} did not redraw"
+    assert len(calls) == 1 + len(controls)
+    plt.close("all")
+
+
+def test_every_widget_redraws_in_a_kernel_when_a_control_moves(tmp_path, monkeypatch):
+    """In a kernel, with nbclient as the front end: each output area shows a new figure after its first control
+    moves (the test above moves every control without a kernel; tests/test_colab_start.py moves every one in a
+    kernel with ipywidgets 7.7.1)."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    monkeypatch.delenv("MPLBACKEND", raising=False)   # the kernel's inline backend makes the figures
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in widget_probe.cells(1)])
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    found = widget_probe.report(nb.cells[-1].outputs[0]["text"])
+    expected = {"softmax_scaling", "mask", "positional", "warmup"}
+    if importlib.util.find_spec("torch") is not None:
+        expected.add("attention_explorer")
+    assert set(found["moved"]) == expected and all(len(moved) == 1 for moved in found["moved"].values()), found
 
 
 def test_attention_explorer_follows_the_books_labelling_conventions():

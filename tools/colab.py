@@ -17,6 +17,9 @@ Solutions never run on *Run all*: the code cells between `solution-start` and `s
 Markdown cell holding a collapsed `<details>` block with the code (and its printed output); conceptual
 solutions are collapsed the same way. The learner's stub and its `check_*` call stay code cells.
 Cells tagged `remove-cell` are dropped, except the install cell, which Colab must run. Outputs are kept.
+The install cell installs the release this copy was written for: its URL names the tag `v{version}` of
+pyproject.toml's version (`git+https://github.com/OWNER/NAME@v0.1.0`), so a notebook never meets a package
+newer than itself; `python3 tools/run.py release` creates that tag.
 """
 from __future__ import annotations
 
@@ -32,8 +35,8 @@ import yaml
 from myst_nb.core.variables import format_plain_text
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from course_colab import COLAB_DIR, colab_path  # noqa: E402  (tools/ is not a package)
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # tools/ is not a package
+from course_colab import COLAB_DIR, colab_path, package_url, pin_install_cell, project_version  # noqa: E402
 
 GLUE_PREFIX_KEY = "mime_prefix"
 _SOLUTION_START = "\x00solution-start {}\x00"
@@ -58,6 +61,7 @@ class Site:
     baseurl: str
     raw_url: str                                  # where Colab can fetch a file of the repository
     docnames: list[str]
+    package_url: str = ""                         # what the install cell installs (empty: left as written)
     bib: dict[str, tuple[str, str]] = field(default_factory=dict)   # key -> (authors, year)
     labels: dict[str, dict] = field(default_factory=dict)           # label -> {"doc", "kind", "text", ...}
     titles: dict[str, str] = field(default_factory=dict)            # docname -> first heading
@@ -218,7 +222,8 @@ def build_site(root: Path = ROOT) -> Site:
     repo = config["repository"]["url"].rstrip("/").removeprefix("https://github.com/")
     site = Site(baseurl=site_baseurl(config),
                 raw_url=f"https://raw.githubusercontent.com/{repo}/{config['repository'].get('branch', 'main')}/",
-                docnames=toc_docnames(root))
+                docnames=toc_docnames(root),
+                package_url=package_url(config["repository"]["url"], project_version(root)))
     site.substitutions = dict((config.get("parse") or {}).get("myst_substitutions") or {})
     for bibfile in config.get("bibtex_bibfiles", []):
         site.bib.update(parse_bib((root / bibfile).read_text()))
@@ -528,6 +533,14 @@ def convert_notebook(nb: dict, docname: str, site: Site, solutions: bool = True)
                 continue
             if "remove-cell" in tags and not _is_install_cell(cell):
                 continue
+            if _is_install_cell(cell) and site.package_url:
+                try:
+                    pinned = pin_install_cell(_source(cell), site.package_url)
+                except ValueError as err:
+                    raise ctx.error(str(err)) from None
+                # stored as the chapter stores it (nbformat writes a list of lines)
+                cell = {**cell, "source": pinned.splitlines(keepends=True) if isinstance(cell["source"], list)
+                        else pinned}
             cells.append(cell)
             caption = _figure_meta(cell).get("caption")
             if caption:

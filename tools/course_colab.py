@@ -6,18 +6,52 @@ their solution cells would run on *Run all*; `tools/colab.py` writes a Colab-rea
 `colab/`, and this extension points the button there. A page whose copy is missing is a build warning (which
 fails `-W`): run `python3 tools/run.py colab`.
 
-The module imports nothing from Sphinx at the top, so tools/colab.py and the tests can use its path mapping.
+The module imports nothing from Sphinx at the top, so tools/colab.py and the tests can use its path mapping,
+and only the standard library, so tools/run.py can use the install cell's release pin (`release`).
 """
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+import re
+from pathlib import Path, PurePosixPath
 
 COLAB_DIR = "colab"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def colab_path(docname: str) -> str:
     """The repository path of a page's Colab copy: "book/06_positional_encoding" -> "colab/06_....ipynb"."""
     return f"{COLAB_DIR}/{PurePosixPath(docname).name}.ipynb"
+
+
+def project_version(root: Path = ROOT) -> str:
+    """The package's version, `[project] version` of pyproject.toml (tomllib on Python 3.11+, else a regex)."""
+    text = (root / "pyproject.toml").read_text()
+    try:
+        import tomllib
+    except ModuleNotFoundError:   # Python 3.10: the [project] table's own `version = "..."` line
+        table = re.search(r"^\[project\][ \t]*$(.*?)(?=^\[|\Z)", text, flags=re.MULTILINE | re.DOTALL)
+        match = table and re.search(r"^version\s*=\s*[\"']([^\"']+)[\"']", table.group(1), flags=re.MULTILINE)
+        if not match:
+            raise ValueError("pyproject.toml: no `version = \"...\"` in the [project] table") from None
+        return match.group(1)
+    return tomllib.loads(text)["project"]["version"]
+
+
+def package_url(repository_url: str, version: str) -> str:
+    """What Colab's install cell installs: the repository at the release's tag, `git+URL@v0.1.0`."""
+    return f"git+{repository_url.rstrip('/')}@v{version}"
+
+
+_INSTALL_URL = re.compile(r'(PACKAGE_URL = os\.environ\.get\("TC_PACKAGE_URL", )"[^"]*"')
+
+
+def pin_install_cell(source: str, url: str) -> str:
+    """The install cell's source with the package URL it falls back to (outside a test) replaced by `url`."""
+    pinned, count = _INSTALL_URL.subn(lambda match: f'{match.group(1)}"{url}"', source)
+    if count != 1:
+        raise ValueError('the install cell has no `PACKAGE_URL = os.environ.get("TC_PACKAGE_URL", "...")` line '
+                         "(tools/check_notebooks.py --fix-colab-cell writes it)")
+    return pinned
 
 
 def rewrite_colab_url(url: str, docname: str) -> str:
@@ -33,8 +67,6 @@ def rewrite_colab_url(url: str, docname: str) -> str:
 
 
 def _point_colab_button_at_copy(app, pagename, templatename, context, doctree):
-    from pathlib import Path
-
     from sphinx.util import logging
 
     for group in context.get("header_buttons", []):

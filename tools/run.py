@@ -9,6 +9,9 @@
     python3 tools/run.py colab       # write the chapters' Colab copies, colab/NAME.ipynb (tools/colab.py)
     python3 tools/run.py wheelhouse  # download every dependency into wheelhouse/ for offline installs
     python3 tools/run.py matrix      # the compatibility matrix: one fresh environment per leg (.ci/run runs it)
+    python3 tools/run.py colab-snapshot  # download Colab's preinstalled versions and build that environment
+                                     # (tests/test_colab_start.py uses it; `test` runs this first)
+    python3 tools/run.py release     # tag the release the Colab copies install (prints the push command)
 
 Only the standard library is used here, so it runs on a fresh machine that has nothing but Python.
 Each stage prints its wall time, and a table of them comes at the end (appended to the file TC_STAGE_LOG too,
@@ -39,6 +42,17 @@ PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
 # pytest's results of the README's test command, as JUnit XML (the matrix reads them for its "pinned" leg)
 PINNED_RESULTS = ROOT / "_build" / "test-results" / "pytest.xml"
 LEGS_DIR = ROOT / ".ci-legs"   # the matrix's virtual environments (git-ignored, rebuilt on every run)
+# Google Colab's preinstalled packages (a cited snapshot of its `pip freeze`), as wheels and as a virtual
+# environment holding exactly them: the simulated Colab runtime of tests/test_colab_start.py. Kept across matrix
+# runs (the matrix rebuilds its legs only), rebuilt when the snapshot changes.
+COLAB_SNAPSHOT = ROOT / "tests" / "data" / "colab_pip_freeze.txt"
+COLAB_CACHE = LEGS_DIR / "colab-snapshot"
+COLAB_WHEELS = COLAB_CACHE / "wheels"
+COLAB_VENV = COLAB_CACHE / "venv"
+# Colab runs Python 3.13 and a CPU build of PyTorch 2.11 (the snapshot's header); the simulation runs Python 3.11
+# and torch 2.13.0, the CPU build that .ci/run installs: the only PyTorch build at hand offline.
+COLAB_SIMULATED_PYTHON = "3.11"
+COLAB_SIMULATED_TORCH = "2.13.0"
 REVEAL_VERSION = "5.2.1"       # reveal.js, from the npm registry, for the workshop's slides
 REVEAL_TARBALL = VENV / "share" / f"reveal.js-{REVEAL_VERSION}.tgz"
 
@@ -68,7 +82,8 @@ def record(name: str, seconds: float, cpu_seconds: float | None, status: str) ->
 
 def run_stage(name: str, cmd: list, **kwargs) -> int:
     """Run one command as a named stage, print and record its times; return its exit status."""
-    print(f"\n=== {name}: {' '.join(str(c) for c in cmd)}", flush=True)
+    shown = " ".join(str(c) if "\n" not in str(c) else "'...'" for c in cmd)   # a script given with -c: not its text
+    print(f"\n=== {name}: {shown}", flush=True)
     start, cpu_start = time.perf_counter(), _children_cpu_seconds()
     kwargs.setdefault("cwd", ROOT)
     returncode = subprocess.run([str(c) for c in cmd], **kwargs).returncode
@@ -196,6 +211,167 @@ def build_wheel(python: Path | str, dest: Path) -> Path:
     return wheels[-1]
 
 
+class ColabSnapshotMissing(RuntimeError):
+    """The simulated Colab runtime cannot be built: a wheel or the interpreter is missing (the message says)."""
+
+
+def normalize_name(name: str) -> str:
+    """A distribution's name as pip compares names: "Jinja2" -> "jinja2", "jupyter_client" -> "jupyter-client"."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def colab_snapshot(path: Path = COLAB_SNAPSHOT) -> tuple[str, dict[str, str]]:
+    """Colab's Python version and preinstalled packages from the snapshot: ("3.13.15", {"numpy": "2.1.3", ...})."""
+    python, pins = "", {}
+    for line in path.read_text().splitlines():
+        header = re.match(r"#\s*python:\s*(\S+)", line)
+        if header:
+            python = header.group(1)
+        elif line.strip() and not line.startswith("#"):
+            name, version = line.strip().split("==")
+            pins[normalize_name(name)] = version
+    if not python or not pins:
+        raise ValueError(f"{path}: expected a `# python: X.Y.Z` line and `name==version` lines")
+    return python, pins
+
+
+def colab_simulated_pins() -> list[str]:
+    """The snapshot's pins for the simulated runtime: Colab's versions, but PyTorch the build at hand."""
+    _, pins = colab_snapshot()
+    pins["torch"] = COLAB_SIMULATED_TORCH
+    return [f"{name}=={version}" for name, version in pins.items()]
+
+
+def _base_requirements() -> list[str]:
+    """What `pip install .` asks for: the base install's requirements, `name>=floor`."""
+    return [f"{r.name}>={r.floor}" for r in load_versions().REQUIREMENTS if r.extra is None]
+
+
+def _colab_key() -> str:
+    """What the cached wheels and environment were made for: the pins, the package's requirements, the Python."""
+    digest = hashlib.sha256("\n".join(colab_simulated_pins() + _base_requirements()).encode())
+    digest.update(COLAB_SIMULATED_PYTHON.encode())
+    return digest.hexdigest()
+
+
+def fetch_colab_wheels() -> bool:
+    """Download the wheels of the simulated Colab runtime into .ci-legs/colab-snapshot/wheels/ (skipped when they
+    are there for this snapshot): every pinned package of the snapshot, and what installing the package adds to
+    them (sacrebleu, num2words and their dependencies, which Colab lacks). Tests then never download. From
+    TC_WHEELHOUSE when set (offline). Returns False, with a message, when that fails."""
+    stamp = COLAB_WHEELS / ".stamp"
+    if stamp.exists() and stamp.read_text() == _colab_key():
+        print(f"=== colab snapshot: the wheels in {COLAB_WHEELS.relative_to(ROOT)} are up to date")
+        return True
+    python = find_python(COLAB_SIMULATED_PYTHON)
+    if python is None:
+        print(f"=== colab snapshot: no Python {COLAB_SIMULATED_PYTHON} here: tests/test_colab_start.py cannot "
+              "simulate Colab's preinstalled versions")
+        return False
+    COLAB_WHEELS.mkdir(parents=True, exist_ok=True)
+    pins = COLAB_CACHE / "pins.txt"
+    pins.write_text("\n".join(colab_simulated_pins()) + "\n")
+    source = ["--no-index", "--find-links", os.environ["TC_WHEELHOUSE"]] if os.environ.get("TC_WHEELHOUSE") else []
+    pip = [python, "-m", "pip", "--disable-pip-version-check"]
+    ok = run_stage("colab snapshot: download its wheels", pip + ["download", "-q", "--no-deps", "--only-binary=:all:",
+                                                                 "-d", COLAB_WHEELS, "-r", pins, *source]) == 0
+    # what `pip install .` adds to the snapshot (resolved against it); sdists (docopt) are built into wheels
+    ok = ok and run_stage("colab snapshot: wheels of what the package adds",
+                          pip + ["wheel", "-q", "-w", COLAB_WHEELS, "--find-links", COLAB_WHEELS, "-c", pins,
+                                 *_base_requirements(), *source]) == 0
+    if ok:
+        stamp.write_text(_colab_key())
+    return ok
+
+
+def colab_snapshot_env() -> Path:
+    """The simulated Colab runtime's interpreter: a virtual environment of Python 3.11 under .ci-legs/colab-snapshot/
+    holding exactly the snapshot's packages, installed without their dependencies (the snapshot is the whole set,
+    as Colab has it: without jedi, for one) from the downloaded wheels, offline. Built once, reused while the
+    snapshot is unchanged; never install into it (layer a fresh environment on it). Raises ColabSnapshotMissing
+    when the wheels are absent (`python3 tools/run.py colab-snapshot` downloads them)."""
+    python = COLAB_VENV / "bin" / "python"
+    stamp = COLAB_VENV / ".tc-colab-stamp"
+    if stamp.exists() and stamp.read_text() == _colab_key() and python.exists():
+        return python
+    wheels_stamp = COLAB_WHEELS / ".stamp"
+    if not (wheels_stamp.exists() and wheels_stamp.read_text() == _colab_key()):
+        raise ColabSnapshotMissing(f"the wheels of Colab's preinstalled versions ({COLAB_SNAPSHOT.name}) are not in "
+                                   f"{COLAB_WHEELS.relative_to(ROOT)}: run `python3 tools/run.py colab-snapshot`")
+    interpreter = find_python(COLAB_SIMULATED_PYTHON)
+    if interpreter is None:
+        raise ColabSnapshotMissing(f"no Python {COLAB_SIMULATED_PYTHON} on this machine for the simulated Colab "
+                                   "runtime")
+    shutil.rmtree(COLAB_VENV, ignore_errors=True)
+    subprocess.run([interpreter, "-m", "venv", str(COLAB_VENV)], check=True)
+    # --no-deps: exactly the snapshot (torch 2.13.0 asks for setuptools >= 77, Colab has 75.2.0: kept as Colab has it)
+    result = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+                             "--no-index", "--no-compile", "--find-links", str(COLAB_WHEELS),
+                             "-r", str(COLAB_CACHE / "pins.txt")], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise ColabSnapshotMissing(f"installing Colab's preinstalled versions failed:\n{result.stderr[-3000:]}")
+    stamp.write_text(_colab_key())
+    return python
+
+
+def prepare_colab_snapshot() -> bool:
+    """Download the simulated Colab runtime's wheels and build it (each skipped when done); False if that failed."""
+    if not fetch_colab_wheels():
+        return False
+    start, cpu_start = time.perf_counter(), _children_cpu_seconds()
+    try:
+        colab_snapshot_env()
+    except (ColabSnapshotMissing, subprocess.CalledProcessError) as err:
+        print(f"=== colab snapshot: {err}")
+        return False
+    cpu = None if cpu_start is None else _children_cpu_seconds() - cpu_start
+    record("colab snapshot: environment", time.perf_counter() - start, cpu, "ok")
+    return True
+
+
+def release(root: Path = ROOT, python: Path | str = PYTHON) -> int:
+    """Tag the release that the Colab copies install: check that the working tree is clean and that every copy
+    in colab/ is up to date and installs `@v{version}` (pyproject.toml's version), then create the annotated tag
+    `v{version}` and print the push command. Returns the exit status."""
+    if str(ROOT / "tools") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tools"))
+    from course_colab import COLAB_DIR, project_version
+
+    version = project_version(root)
+    tag = f"v{version}"
+    problems = []
+    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True)
+    if dirty.stdout.strip():
+        problems.append("the working tree has uncommitted changes (commit them first):\n" + dirty.stdout.rstrip())
+    copies = sorted((root / COLAB_DIR).glob("*.ipynb"))
+    for copy in copies:
+        cells = [c for c in json.loads(copy.read_text())["cells"] if c["cell_type"] == "code"]
+        source = "".join(cells[0]["source"]) if cells else ""
+        if f"@{tag}\"" not in source:
+            problems.append(f"{copy.relative_to(root)}: the install cell does not install {tag} "
+                            "(run `python3 tools/run.py colab` and commit colab/)")
+    if not copies:
+        problems.append(f"no Colab copies in {COLAB_DIR}/")
+    elif Path(python).exists():   # the copies as tools/colab.py writes them now (it needs .venv's packages)
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run([str(python), str(root / "tools" / "colab.py"), "--out", tmp], cwd=root, check=True,
+                           capture_output=True)
+            stale = [c.name for c in copies if not (Path(tmp) / c.name).exists()
+                     or (Path(tmp) / c.name).read_bytes() != c.read_bytes()]
+        if stale:
+            problems.append(f"stale Colab copies {stale} (run `python3 tools/run.py colab` and commit colab/)")
+    if subprocess.run(["git", "rev-parse", "-q", "--verify", f"refs/tags/{tag}"], cwd=root,
+                      capture_output=True).returncode == 0:
+        problems.append(f"the tag {tag} exists already: raise the version in pyproject.toml for a new release")
+    if problems:
+        print(f"release {tag}: not tagged:\n- " + "\n- ".join(problems))
+        return 1
+    subprocess.run(["git", "tag", "-a", tag, "-m", f"transformer-course {version}"], cwd=root, check=True)
+    print(f"release {tag}: tagged {tag} (annotated) at HEAD. Publish it, so that Colab's install cells find it:\n"
+          f"    git push origin {tag}")
+    return 0
+
+
 def _version_key(name: str) -> tuple[int, ...]:
     return tuple(int(part) if part.isdigit() else -1 for part in name.split("."))
 
@@ -309,7 +485,13 @@ def matrix(only: list[str] | None, env: dict[str, str], jobs: int = 2) -> bool:
     names = [requirement.name for requirement in versions.REQUIREMENTS]
     env = {key: value for key, value in env.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
     rows = []
-    shutil.rmtree(LEGS_DIR, ignore_errors=True)
+    for path in LEGS_DIR.glob("*"):   # every leg is rebuilt; the simulated Colab runtime is kept (its own stamp)
+        if path == COLAB_CACHE:
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
     start, cpu_start = time.perf_counter(), _children_cpu_seconds()
     wheel = build_wheel(PYTHON, LEGS_DIR / "wheel")
     cpu = None if cpu_start is None else _children_cpu_seconds() - cpu_start
@@ -332,6 +514,76 @@ def matrix(only: list[str] | None, env: dict[str, str], jobs: int = 2) -> bool:
     return any(row["result"].startswith("FAILED") for row in rows)
 
 
+# `test --isa NAME`: the stored outputs must be what a learner's processor computes, not only this machine's best
+# kernels. Each library is told to use an older x86 instruction set than the machine has (and `default`, one
+# thread instead of two), then the chapters' strict nbval, the numerical unit tests and the student editions
+# run again; ISA_PROBE first checks that every setting took effect. (ARM cannot be emulated here: the chapters'
+# margins cover it.)
+ISA_SETTINGS = {
+    "default": {                               # x86-64 up to SSE4.2: no AVX at all; one thread
+        "ATEN_CPU_CAPABILITY": "default",      # PyTorch's own kernels
+        "ONEDNN_MAX_CPU_ISA": "SSE41",         # oneDNN (PyTorch's convolutions and some matmuls)
+        "MKL_CBWR": "COMPATIBLE",              # MKL (PyTorch's matmuls): its processor-independent code path
+        "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",   # (honoured by MKL on Intel processors only)
+        "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR",   # NumPy 2.4's dispatch groups
+        "OPENBLAS_CORETYPE": "Nehalem",        # NumPy's OpenBLAS: its SSE4.2 kernels
+        "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+    },
+    "avx2": {                                  # AVX2 without AVX-512, as most laptops of the last ten years
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",
+        "OPENBLAS_CORETYPE": "Haswell",
+    },
+}
+# Run under the settings; prints what each library uses and exits 1 where a setting did not take effect.
+ISA_PROBE = r"""
+import json, os, re, subprocess, sys
+import numpy as np, threadpoolctl, torch
+want = json.loads(sys.argv[1])
+found = {"torch": torch.backends.cpu.get_cpu_capability()}
+from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+found["numpy"] = [f for f in __cpu_dispatch__ if __cpu_features__.get(f)]
+found["openblas"] = [p.get("architecture") for p in threadpoolctl.threadpool_info() if p["internal_api"] == "openblas"]
+log = subprocess.run([sys.executable, "-c", "import torch; x = torch.ones(64, 64); x @ x;"
+                      "torch.nn.functional.conv2d(torch.ones(2, 8, 16, 16), torch.ones(8, 8, 3, 3))"],
+                     env={**os.environ, "MKL_VERBOSE": "1", "ONEDNN_VERBOSE": "1"}, capture_output=True, text=True)
+found["mkl"] = sorted(set(re.findall(r"CNR:(\w+)", log.stdout + log.stderr)))
+found["onednn"] = sorted(set(re.findall(r"isa:([^\n,]+)", log.stdout + log.stderr)))
+found["threads"] = torch.get_num_threads()
+print("kernels in use:", json.dumps(found))
+bad = []
+if found["torch"] != want["ATEN_CPU_CAPABILITY"].upper():
+    bad.append(f"PyTorch uses {found['torch']}")
+if set(found["numpy"]) & set(want["NPY_DISABLE_CPU_FEATURES"].split()):
+    bad.append(f"NumPy dispatches to {found['numpy']}")
+if found["openblas"] and found["openblas"] != [want["OPENBLAS_CORETYPE"]]:
+    bad.append(f"OpenBLAS runs {found['openblas']}")
+if "MKL_CBWR" in want and found["mkl"] != [want["MKL_CBWR"]]:
+    bad.append(f"MKL runs {found['mkl']}")
+if want["ONEDNN_MAX_CPU_ISA"] == "SSE41" and found["onednn"] and found["onednn"] != ["Intel SSE4.1"]:
+    bad.append(f"oneDNN runs {found['onednn']}")
+if "OMP_NUM_THREADS" in want and found["threads"] != int(want["OMP_NUM_THREADS"]):
+    bad.append(f"PyTorch runs {found['threads']} threads")
+print("every setting took effect" if not bad else "NOT in effect: " + "; ".join(bad))
+sys.exit(1 if bad else 0)
+"""
+# the tests whose results are numbers a processor computes (the rest check files, pages and tools)
+ISA_TESTS = ["book", "tests/test_numpy", "tests/test_torch", "tests/test_parity", "tests/test_training",
+             "tests/test_exercises", "tests/test_data"]
+
+
+def test_isa(name: str, env: dict[str, str], jobs: int) -> None:
+    """The chapters (strict nbval), the numerical tests and the student editions with the kernels of `name`."""
+    env = {**env, **ISA_SETTINGS[name]}
+    stage(f"kernels forced to {name}: check", [PYTHON, "-c", ISA_PROBE, json.dumps(ISA_SETTINGS[name])], env=env)
+    stage(f"kernels forced to {name}: pytest (nbval + numerical tests)",
+          [PYTHON, "-m", "pytest", "-q", "-n", str(jobs), "--dist", "loadfile", *ISA_TESTS], env=env)
+    stage(f"kernels forced to {name}: student editions, top to bottom",
+          [PYTHON, "tools/execute_notebooks.py", "--student", "-j", str(jobs)], env=env)
+
+
 def clean_env() -> dict[str, str]:
     env = dict(os.environ)
     # MPLBACKEND reaches notebook kernels and strips figures from outputs, failing strict nbval.
@@ -343,7 +595,7 @@ def clean_env() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["setup", "book", "test", "notebooks", "colab", "workshop", "wheelhouse",
-                                            "matrix"])
+                                            "matrix", "colab-snapshot", "release"])
     parser.add_argument("paths", nargs="*", help="notebooks for `notebooks`, chapter names (e.g. 03_general_attention) "
                                                  "for `workshop` (default: every chapter)")
     parser.add_argument("--legs", nargs="+", metavar="NAME",
@@ -351,6 +603,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hide-solutions", action="store_true",
                         help="book: leave every exercise solution out of the site (for workshop sessions)")
     parser.add_argument("-j", "--jobs", type=int, default=2, help="parallel workers (default 2)")
+    parser.add_argument("--isa", choices=sorted(ISA_SETTINGS),
+                        help="test: instead of the whole suite, the chapters, the numerical tests and the student "
+                             "editions with PyTorch's, MKL's, oneDNN's, NumPy's and OpenBLAS's kernels forced to "
+                             "another x86 instruction set (`default`: SSE4.2 and one thread; `avx2`)")
     args = parser.parse_args(argv)
     os.chdir(ROOT)
     env = clean_env()
@@ -378,9 +634,20 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "workshop":
         stage("build the workshop kit", [str(PYTHON), "tools/workshop.py"]
               + (["--chapters", *args.paths] if args.paths else []), env=env)
+    elif args.command == "colab-snapshot":
+        ok = prepare_colab_snapshot()
+        report()
+        return 0 if ok else 1
+    elif args.command == "release":
+        return release()
+    elif args.command == "test" and args.isa:
+        test_isa(args.isa, env, args.jobs)
     elif args.command == "test":
         PINNED_RESULTS.unlink(missing_ok=True)  # the matrix must never report an earlier run's results
         stage("lint (ruff check)", [BIN / "ruff", "check", "."])
+        # Colab's preinstalled versions for tests/test_colab_start.py (downloads once; a failure here makes that
+        # test skip, or fail where CI is set)
+        prepare_colab_snapshot()
         build_book(strict=True)
         stage("pytest (unit + nbval)", [PYTHON, "-m", "pytest", "-n", str(args.jobs), "--dist", "loadfile",
                                         f"--junitxml={PINNED_RESULTS}"], env=env)

@@ -27,7 +27,9 @@ class Requirement:
 REQUIREMENTS = (
     Requirement("numpy", "1.26"),
     Requirement("matplotlib", "3.7"),
-    Requirement("ipywidgets", "8.0"),
+    # 7.7.1: Google Colab's preinstalled version (its front end does not run ipywidgets 8); the widgets use
+    # only what 7.7 and 8 share.
+    Requirement("ipywidgets", "7.7.1"),
     Requirement("tqdm", "4.60"),
     Requirement("pygments", "2.10"),
     Requirement("sacrebleu", "2.3"),

@@ -28,7 +28,10 @@ __all__ = ["softmax_scaling_figure", "softmax_scaling_widget", "mask_figure", "m
 
 
 def _interactive(draw, controls: dict):
-    """Controls above an Output area that `draw(**values)` redraws (the figure is shown, then closed)."""
+    """Controls above an Output area that `draw(**values)` redraws (the figure is shown, then closed).
+
+    Only what ipywidgets 7.7 and 8 share is used here: Google Colab runs ipywidgets 7.7.1, other front ends 8.
+    `interactive_output` draws right away, then again each time a control's value changes."""
     import ipywidgets as widgets
 
     output = widgets.Output()
@@ -41,7 +44,6 @@ def _interactive(draw, controls: dict):
             plt.close(fig)
 
     widgets.interactive_output(redraw, controls)
-    redraw(**{name: control.value for name, control in controls.items()})
     return widgets.VBox([widgets.HBox(list(controls.values())), output])
 
 
