@@ -22,7 +22,7 @@ def test_glue_without_myst_nb_does_nothing_and_returns_none(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_myst_nb)
-    assert glue("accuracy", 0.933) is None
+    assert glue("accuracy", 0.933, decimals=3) is None
 
 
 def test_glue_with_myst_nb_stores_the_value_under_its_name(monkeypatch):
@@ -30,8 +30,22 @@ def test_glue_with_myst_nb_stores_the_value_under_its_name(monkeypatch):
     myst_nb = pytest.importorskip("myst_nb")   # the book's extra: absent from the matrix's legs
 
     monkeypatch.setattr(myst_nb, "glue", lambda name, value, display: stored.update({name: (value, display)}))
-    assert glue("final_loss", 0.1070) is None
-    assert stored == {"final_loss": (0.1070, False)}
+    assert glue("final_loss", 0.10704, decimals=3) is None
+    assert stored == {"final_loss": (0.107, False)}
+
+
+def test_glue_stores_a_float_rounded_to_the_decimals_the_prose_shows(monkeypatch):
+    stored = {}
+    myst_nb = pytest.importorskip("myst_nb")
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display: stored.update({name: value}))
+    # the last digits of 0.8761880490497608 differ on another processor (0.8761880698814408): never stored
+    glue("ratio", 0.8761880490497608, decimals=1)
+    glue("percent", 46.666666666666664, decimals=0)
+    glue("steps", 400, decimals=0)                  # an int is exact: decimals leaves it as it is
+    assert stored == {"ratio": 0.9, "percent": 47, "steps": 400}
+    assert type(stored["percent"]) is int
+    with pytest.raises(TypeError, match="decimals"):
+        glue("loss", 0.0727)
 
 
 @pytest.mark.parametrize("name", ["", "two words", "a.b", 3])
@@ -71,7 +85,7 @@ def test_glue_stores_a_numpy_scalar_as_the_python_number_a_format_spec_reads(mon
     stored = {}
     myst_nb = pytest.importorskip("myst_nb")
     monkeypatch.setattr(myst_nb, "glue", lambda name, value, display: stored.update({name: value}))
-    glue("ratio", np.float64(0.8153725727367015))
+    glue("ratio", np.float64(0.8153725727367015), decimals=2)
     glue("count", np.int64(988))
-    assert stored == {"ratio": 0.8153725727367015, "count": 988}
+    assert stored == {"ratio": 0.82, "count": 988}
     assert type(stored["ratio"]) is float and type(stored["count"]) is int
