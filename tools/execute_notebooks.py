@@ -22,14 +22,16 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 900  # per cell; chapters are meant to run in minutes
-STUDENT_TIMEOUT_S = 180  # per cell of a student edition: the slowest cell takes under a minute on 2 cores
+STUDENT_LIMIT_S = 400  # per student edition: the slowest takes under a minute on 2 cores, under two at SSE4.2
 
 
 def _merge_streams(outputs: list) -> list:
@@ -61,30 +63,43 @@ def _strip_metadata(nb) -> None:
 def execute(path: str, store: bool = True) -> tuple[str, float]:
     import nbformat
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError
 
     nb_path = Path(path).resolve()
+    nb = nbformat.read(nb_path, as_version=4)
     start = time.perf_counter()
-    # A run that stores nothing (the student editions) waits less for a cell and tries once more: now and then
-    # the kernel finishes a widget cell and its reply never reaches the client (seen with ipykernel 7.4 and the
-    # widgets appendix, both kernel and client idle), which no waiting cures.
-    timeout, tries = (TIMEOUT_S, 1) if store else (STUDENT_TIMEOUT_S, 2)
-    for attempt in range(1, tries + 1):
-        nb = nbformat.read(nb_path, as_version=4)
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                                store_widget_state=True, resources={"metadata": {"path": str(nb_path.parent)}})
-        try:
-            client.execute()
-            break
-        except CellTimeoutError:
-            if attempt == tries:
-                raise
-            print(f"{nb_path.name}: a cell got no reply in {timeout} s; running the notebook again", flush=True)
+    client = NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3", record_timing=False,
+                            store_widget_state=True, resources={"metadata": {"path": str(nb_path.parent)}})
+    client.execute()
     elapsed = time.perf_counter() - start
     if store:
         _strip_metadata(nb)
         nbformat.write(nb, nb_path)
     return str(nb_path.relative_to(ROOT)), elapsed
+
+
+def run_student_edition(path: str) -> tuple[str, float]:
+    """One student edition, top to bottom, in a process of its own with a hard time limit, tried twice: now
+    and then the kernel finishes a widget cell, both kernel and client go idle and the client waits forever
+    (seen with ipykernel 7.4 and the widgets appendix; nbclient's cell timeout does not cover that wait)."""
+    command = [sys.executable, __file__, "--run-only", path]
+    for attempt in (1, 2):
+        # a session of its own, so that a stuck run is ended with its kernel
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 start_new_session=True)
+        try:
+            out, err = child.communicate(timeout=STUDENT_LIMIT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+            if attempt == 2:
+                raise RuntimeError(f"no end after {STUDENT_LIMIT_S} s, twice") from None
+            print(f"{Path(path).name}: no end after {STUDENT_LIMIT_S} s; running it again", flush=True)
+            continue
+        if child.returncode != 0:
+            raise RuntimeError(err[-3000:])
+        seconds = next(line.split()[1] for line in out.splitlines() if line.startswith("SECONDS "))
+        return str(Path(path).resolve().relative_to(ROOT)), float(seconds)
+    raise AssertionError("unreachable")
 
 
 def student_editions() -> list[str]:
@@ -100,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="*", help="notebooks (default: book/*.ipynb)")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="notebooks executed at once")
+    parser.add_argument("--run-only", metavar="PATH", help=argparse.SUPPRESS)   # one notebook, stored nowhere
     parser.add_argument("--student", action="store_true",
                         help="run the student edition of every chapter (no solutions) and store nothing")
     args = parser.parse_args(argv)
@@ -107,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         print("execute_notebooks: MPLBACKEND is set; it reaches the kernel and removes figures from the "
               "stored outputs. Unset it (`unset MPLBACKEND`) and run again.", file=sys.stderr)
         return 2
+    if args.run_only:                                 # (run_student_edition's child process)
+        print(f"SECONDS {execute(args.run_only, store=False)[1]:.1f}")
+        return 0
     if args.student:
         paths = student_editions()
     else:
@@ -116,8 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     os.environ["PYTHONHASHSEED"] = "0"
     failures = 0
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = {path: pool.submit(execute, path, not args.student) for path in paths}
+    pool_type = ThreadPoolExecutor if args.student else ProcessPoolExecutor   # students: a process each already
+    with pool_type(max_workers=max(1, args.jobs)) as pool:
+        futures = {path: pool.submit(run_student_edition, path) if args.student else pool.submit(execute, path)
+                   for path in paths}
         for path, future in futures.items():
             try:
                 name, seconds = future.result()
