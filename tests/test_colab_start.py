@@ -22,12 +22,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-import run  # noqa: E402  (tools/ is not a package)
+import execute_notebooks  # noqa: E402  (tools/ is not a package)
+import run  # noqa: E402
 
 for _module in ("nbclient", "nbformat", "ipykernel", "setuptools"):  # the book's and the build's tools
     pytest.importorskip(_module)
 import nbformat  # noqa: E402
-from nbclient import NotebookClient  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))
 import widget_probe  # noqa: E402  (tests/ is not a package)
@@ -141,8 +141,8 @@ def test_colabs_preinstalled_versions_stay_and_the_chapters_run_on_them(tmp_path
                              f".__code__.co_names for name in {stubs!r}}}))"]
         nb.cells += [nbformat.v4.new_code_cell(source) for source in extra]
         start = time.perf_counter()
-        NotebookClient(nb, timeout=300, kernel_name="colab-runtime", resources={"metadata": {"path": str(workdir)}}
-                       ).execute()
+        execute_notebooks.notebook_client(nb, timeout=300, kernel_name="colab-runtime",
+                                          resources={"metadata": {"path": str(workdir)}}).execute()
         print(f"colab/{name}: {time.perf_counter() - start:.1f} s")
         if stubs:
             still_stubs = json.loads(nb.cells.pop().outputs[0]["text"])

@@ -15,7 +15,8 @@ import pytest
 from transformer_course.viz import widgets as w
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import widget_probe  # noqa: E402  (tests/ is not a package)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+import widget_probe
 
 
 def _close(fig):
@@ -97,12 +98,13 @@ def test_every_widget_redraws_in_a_kernel_when_a_control_moves(tmp_path, monkeyp
     moves (the test above moves every control without a kernel; tests/test_colab_start.py moves every one in a
     kernel with ipywidgets 7.7.1)."""
     nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
+    import execute_notebooks  # tools/: the notebook client that does not miss a widget cell's reply
     monkeypatch.delenv("MPLBACKEND", raising=False)   # the kernel's inline backend makes the figures
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in widget_probe.cells(1)])
-    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    execute_notebooks.notebook_client(nb, timeout=300, kernel_name="python3",
+                                      resources={"metadata": {"path": str(tmp_path)}}).execute()
     found = widget_probe.report(nb.cells[-1].outputs[0]["text"])
     expected = {"softmax_scaling", "mask", "positional", "warmup"}
     if importlib.util.find_spec("torch") is not None:

@@ -60,15 +60,46 @@ def _strip_metadata(nb) -> None:
     nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
 
 
+def notebook_client(nb, **options):
+    """nbclient's NotebookClient for `nb`, waiting for each cell's reply in slices of at most a second.
+
+    With widgets on the page nbclient, acting as their front end, sends comm messages on the shell socket
+    while it waits on that socket for the cell's reply; the socket's edge-triggered readiness can then be
+    consumed by the send, and the wait wakes only at the cell's timeout although the reply has arrived (the
+    kernel and the client both idle; jupyter/nbclient#312). A wait cut into slices looks again every second."""
+    from queue import Empty
+
+    from nbclient import NotebookClient
+
+    class _Client(NotebookClient):
+        async def async_start_new_kernel_client(self):
+            kc = await super().async_start_new_kernel_client()
+            get_msg = kc.shell_channel.get_msg
+
+            async def get_msg_in_slices(timeout=None, **kwargs):
+                deadline = None if timeout is None else time.monotonic() + timeout
+                while True:
+                    left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                    try:
+                        return await get_msg(timeout=1.0 if left is None else min(1.0, left), **kwargs)
+                    except Empty:
+                        if left is not None and left <= 1.0:
+                            raise
+
+            kc.shell_channel.get_msg = get_msg_in_slices
+            return kc
+
+    return _Client(nb, **options)
+
+
 def execute(path: str, store: bool = True) -> tuple[str, float]:
     import nbformat
-    from nbclient import NotebookClient
 
     nb_path = Path(path).resolve()
     nb = nbformat.read(nb_path, as_version=4)
     start = time.perf_counter()
-    client = NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3", record_timing=False,
-                            store_widget_state=True, resources={"metadata": {"path": str(nb_path.parent)}})
+    client = notebook_client(nb, timeout=TIMEOUT_S, kernel_name="python3", record_timing=False,
+                             store_widget_state=True, resources={"metadata": {"path": str(nb_path.parent)}})
     client.execute()
     elapsed = time.perf_counter() - start
     if store:
