@@ -85,9 +85,8 @@ def main(argv=None) -> int:
     parser.add_argument("--save", action="store_true", help="write benchmarks/results/german_zero.json")
     args = parser.parse_args(argv)
     cells = [(v, s) for v in args.variants for s in args.seeds]
-    with tempfile.TemporaryDirectory(prefix="bench-german-zero-") as workdir:
-        with ThreadPoolExecutor(args.jobs) as pool:
-            rows = list(pool.map(lambda cell: run(*cell, Path(workdir)), cells))
+    with tempfile.TemporaryDirectory(prefix="bench-german-zero-") as workdir, ThreadPoolExecutor(args.jobs) as pool:
+        rows = list(pool.map(lambda cell: run(*cell, Path(workdir)), cells))
     if args.save:                                # keep the saved rows of the variants and seeds not run now
         saved = load_saved()
         rows = [r for r in saved if (r["variant"], r["seed"]) not in set(cells)] + rows

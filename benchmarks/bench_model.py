@@ -21,9 +21,9 @@ import time
 
 import torch
 import torch.nn.functional as F
+from _results import cpu_peak_flops, write_results
 from torch import nn
 
-from _results import cpu_peak_flops, write_results
 from transformer_course.config import ModelConfig
 from transformer_course.data.vocab import BOS_ID, EOS_ID
 from transformer_course.torch.decoding import beam_search, greedy_decode

@@ -37,8 +37,14 @@ import numpy as np  # noqa: E402
 
 from transformer_course.config import ModelConfig, TrainConfig  # noqa: E402
 from transformer_course.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID  # noqa: E402
-from transformer_course.numpy import (cross_entropy_backward, cross_entropy_forward, greedy_decode,  # noqa: E402
-                                      init_transformer, transformer_backward, transformer_forward)
+from transformer_course.numpy import (  # noqa: E402
+    cross_entropy_backward,
+    cross_entropy_forward,
+    greedy_decode,
+    init_transformer,
+    transformer_backward,
+    transformer_forward,
+)
 from transformer_course.training.numpy_trainer import train_numpy  # noqa: E402
 
 PAD, BOS, EOS, FIRST_SYMBOL = PAD_ID, BOS_ID, EOS_ID, UNK_ID  # no unknown tokens here: symbols start at 3
@@ -149,6 +155,7 @@ def run_speed(args, measured: dict) -> list[tuple[str, str]]:
     rows.append(("NumPy forward+backward", f"{1000 * t_numpy:.1f} ms"))
     try:
         import torch
+
         from transformer_course.torch.convert import numpy_to_torch
         from transformer_course.torch.transformer import Transformer
     except ImportError as error:                         # the PyTorch twin may not exist yet

@@ -23,9 +23,9 @@ from collections import defaultdict
 import numpy as np
 import torch
 import torch.nn.functional as F
+from _results import summary, write_results
 from torch import nn
 
-from _results import summary, write_results
 from transformer_course import ModelConfig, set_seed
 from transformer_course.config import POSITIONAL_KINDS
 from transformer_course.data import PAD_ID, copy_task, make_dataloader, pad_sequences, reverse_task

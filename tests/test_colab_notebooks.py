@@ -17,8 +17,9 @@ yaml = pytest.importorskip("yaml")
 markdown_it = pytest.importorskip("markdown_it")
 dollarmath = pytest.importorskip("mdit_py_plugins.dollarmath")
 pytest.importorskip("myst_nb")
-import colab  # noqa: E402  (tools/ is not a package)
 import course_colab  # noqa: E402
+
+import colab  # noqa: E402  (tools/ is not a package)
 
 FIX = "run `python3 tools/run.py colab` and commit colab/"
 CHAPTERS = [docname for docname in colab.toc_docnames() if (ROOT / f"{docname}.ipynb").exists()]

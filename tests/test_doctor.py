@@ -27,9 +27,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from transformer_course import doctor  # noqa: E402
-from transformer_course.__main__ import main  # noqa: E402
-from transformer_course.versions import REQUIREMENTS  # noqa: E402
+from transformer_course import doctor
+from transformer_course.__main__ import main
+from transformer_course.versions import REQUIREMENTS
 
 ROOT = Path(__file__).resolve().parent.parent
 FLOOR = {r.name: r.floor for r in REQUIREMENTS}

@@ -11,7 +11,6 @@ from transformer_course import ModelConfig, TrainConfig, get_preset, get_train_p
 from transformer_course.config import MODEL_PRESETS, TRAIN_PRESETS
 from transformer_course.display import show_diff, show_source
 
-
 # Vaswani et al. (2017), Table 3: N, d_model, d_ff, h, P_drop of the base and the big model.
 PAPER_TABLE_3 = {"paper-base": (6, 512, 2048, 8, 0.1), "paper-big": (6, 1024, 4096, 16, 0.3)}
 
@@ -102,7 +101,7 @@ def test_show_source_gives_highlighted_html_and_plain_text():
 
 def test_show_source_names_the_file_of_a_decorated_function():
     pytest.importorskip("torch")
-    from transformer_course.torch.decoding import greedy_decode   # wrapped by a torch grad-mode decorator
+    from transformer_course.torch.decoding import greedy_decode  # wrapped by a torch grad-mode decorator
     text = repr(show_source(greedy_decode))
     assert text.startswith("# transformer_course/torch/decoding.py\n")
     assert "def greedy_decode(" in text
@@ -159,3 +158,27 @@ def test_course_style_shapes_the_figures_drawn_after_it():
         assert image.get_cmap().name == ATTENTION_CMAP          # attention maps: one colormap in every chapter
         plt.close(plain_figure)
         plt.close(figure)
+
+
+def test_the_models_never_import_the_data_package():
+    """The models take the special token ids from transformer_course.special_tokens, never from data/."""
+    import ast
+    from pathlib import Path
+
+    import transformer_course
+
+    package = Path(transformer_course.__file__).parent
+    offenders = []
+    for side in ("numpy", "torch"):
+        for path in sorted((package / side).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom):
+                    target = "." * node.level + (node.module or "")
+                    if target in ("..data", "transformer_course.data") or target.startswith(
+                            ("..data.", "transformer_course.data.")):
+                        offenders.append(f"{side}/{path.name}:{node.lineno} imports {target}")
+                elif isinstance(node, ast.Import):
+                    offenders += [f"{side}/{path.name}:{node.lineno} imports {alias.name}" for alias in node.names
+                                  if alias.name.startswith("transformer_course.data")]
+    assert len(list((package / "numpy").glob("*.py"))) > 5 and len(list((package / "torch").glob("*.py"))) > 5
+    assert not offenders, offenders

@@ -121,6 +121,24 @@ def _compared_arguments(numpy_twin: Twin, torch_twin: Twin) -> tuple[list[str], 
     return ours, theirs
 
 
+def _hyper_parameters(numpy_twin: Twin, torch_twin: Twin) -> tuple[list[str], list[str]]:
+    """The arguments a PyTorch module takes in its constructor and its NumPy twin in its call, in each one's
+    order (a module's own extras, such as its sizes, are not compared)."""
+    ours = [name for name in _arguments(numpy_twin.node) if name in torch_twin.constructor]
+    theirs = [name for name in torch_twin.constructor if name in ours]
+    return ours, theirs
+
+
+def _signature(node: ast.FunctionDef) -> dict[str, tuple[str | None, str | None]]:
+    """{argument: (its default as source, its annotation with the library taken out)}."""
+    a = node.args
+    positional = [*a.posonlyargs, *a.args]
+    defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+    pairs = [*zip(positional, defaults), *zip(a.kwonlyargs, a.kw_defaults)]
+    return {arg.arg: (None if default is None else ast.unparse(default),
+                      None if arg.annotation is None else _type(arg.annotation)) for arg, default in pairs}
+
+
 # ---------------------------------------------------------------- returns
 
 def _type(node) -> str:
@@ -148,13 +166,26 @@ def _is_layer(twin: Twin, module: str) -> bool:
     return has_backward and name not in twins.OUTPUT_IS_CACHE
 
 
+def _cache_holds_weights(node: ast.FunctionDef) -> bool:
+    """The function builds a dict with the key "weights" (its cache), e.g. `cache = {"weights": w, ...}` or
+    `dict(weights=w)`; the word in a message or a docstring does not count."""
+    for child in ast.walk(node):
+        if isinstance(child, ast.Dict) and any(isinstance(k, ast.Constant) and k.value == "weights"
+                                               for k in child.keys):
+            return True
+        if isinstance(child, ast.Call) and getattr(child.func, "id", None) == "dict" \
+                and any(k.arg == "weights" for k in child.keywords):
+            return True
+    return False
+
+
 def _returns_match(module: str, numpy_twin: Twin, torch_twin: Twin) -> tuple[bool, str]:
     if numpy_twin.node.returns is None or torch_twin.node.returns is None:
         return False, "a return annotation is missing"
     ours, theirs = _elements(numpy_twin.node.returns), _elements(torch_twin.node.returns)
     if _is_layer(numpy_twin, module):
         ours = ours[:-1]                                 # the cache
-        weights_in_cache = "weights" in _constants(numpy_twin.node)
+        weights_in_cache = _cache_holds_weights(numpy_twin.node)
         if theirs[:-1] == ours and weights_in_cache:
             return True, ""
     return ours == theirs, f"numpy returns {ours} (besides a cache), torch {theirs}"
@@ -197,7 +228,41 @@ def test_twins_take_the_same_arguments_in_the_same_order():
         theirs = [n for n in theirs if n not in difference["torch"]]
         if ours != theirs:
             problems.append(f"{numpy_twin.where} {ours} != {torch_twin.where} {theirs}")
+        ours, theirs = _hyper_parameters(numpy_twin, torch_twin)
+        if ours != theirs:
+            problems.append(f"{numpy_twin.where} takes the hyper-parameters {ours}, the constructor of "
+                            f"{torch_twin.where.rsplit('.', 1)[0]} {theirs}")
     problems += [f"twins.ARGUMENT_DIFFERENCES lists {pair!r}, which is not a pair of twins" for pair in listed]
+    assert not problems, "\n".join(problems)
+
+
+def test_twins_give_each_argument_the_same_default_and_type():
+    """Every argument both twins take (a module's hyper-parameters from its constructor) has the same default
+    and the same annotation, np.ndarray and torch.Tensor counting as one."""
+    pairs, _ = _pairs()
+    problems = []
+    listed = set(twins.TYPE_DIFFERENCES)
+    for _module, numpy_twin, torch_twin in pairs:
+        pair = _pair_name(_module, numpy_twin)
+        ours = _signature(numpy_twin.node)
+        theirs = _signature(torch_twin.node)
+        if torch_twin.constructor:
+            init = next(n for n in ast.walk(TORCH[_module]) if isinstance(n, ast.FunctionDef)
+                        and n.name == "__init__" and _arguments(n) == torch_twin.constructor)
+            theirs = {**_signature(init), **theirs}
+        for name in sorted(set(ours) & set(theirs) - {"self"}):
+            if _matches(name, twins.BY_NATURE["arguments"]):
+                continue
+            if ours[name][0] != theirs[name][0]:
+                problems.append(f"{numpy_twin.where}({name}=...): default {ours[name][0]} != "
+                                f"{torch_twin.where}({name}=...): default {theirs[name][0]}")
+            if ours[name][1] != theirs[name][1] and pair not in twins.TYPE_DIFFERENCES:
+                problems.append(f"{numpy_twin.where}({name}): type {ours[name][1]} != "
+                                f"{torch_twin.where}({name}): type {theirs[name][1]}")
+            elif ours[name][1] != theirs[name][1]:
+                listed.discard(pair)
+    problems += [f"twins.TYPE_DIFFERENCES lists {pair!r}, whose twins annotate every argument alike"
+                 for pair in listed]
     assert not problems, "\n".join(problems)
 
 
@@ -222,11 +287,40 @@ def test_all_lists_exactly_the_public_names_of_every_module():
     problems = []
     for side, modules in (("numpy", NUMPY), ("torch", TORCH)):
         for module, tree in modules.items():
-            public = [n.name for n in tree.body if _public(n)]
+            public = [n.name for n in tree.body if _public(n)] + [
+                target.id for n in tree.body if isinstance(n, ast.Assign) for target in n.targets
+                if isinstance(target, ast.Name) and re.fullmatch(r"[A-Z][A-Z0-9_]*", target.id)]
             declared = next((ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
                              and any(getattr(t, "id", None) == "__all__" for t in n.targets)), None)
-            if declared is not None and set(declared) - {"PRECISIONS"} != set(public):
+            if declared is not None and set(declared) != set(public):
                 problems.append(f"{side}.{module}: __all__ {sorted(declared)} != defined {sorted(public)}")
+    assert not problems, "\n".join(problems)
+
+
+def _compared_numerically() -> dict[str, list[str]]:
+    """{pair: [tests]} from the `@pytest.mark.twins(...)` marks of tests/test_parity/."""
+    compared: dict[str, list[str]] = {}
+    for path in sorted((REPOSITORY / "tests" / "test_parity").glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for decorator in node.decorator_list:
+                if isinstance(decorator, ast.Call) and ast.unparse(decorator.func) == "pytest.mark.twins":
+                    for arg in decorator.args:
+                        compared.setdefault(ast.literal_eval(arg), []).append(f"{path.name}::{node.name}")
+    return compared
+
+
+def test_every_pair_of_twins_is_compared_numerically():
+    """Names and signatures say nothing of what a function computes: every pair must also be run on both sides
+    on the same input (float64, converted weights) and agree, outputs and gradients, in tests/test_parity/."""
+    pairs, _ = _pairs()
+    names = {_pair_name(module, numpy_twin) for module, numpy_twin, _ in pairs}
+    compared = _compared_numerically()
+    problems = [f"{pair}: no test in tests/test_parity/ compares the twins (mark it @pytest.mark.twins)"
+                for pair in sorted(names - set(compared))]
+    problems += [f"{', '.join(tests)} marks {pair!r}, which is not a pair of twins"
+                 for pair, tests in sorted(compared.items()) if pair not in names]
     assert not problems, "\n".join(problems)
 
 
@@ -285,13 +379,11 @@ def test_numpy_projections_go_through_linear_forward_and_linear_backward():
     assert not problems, "hand-written linear maps:\n" + "\n".join(problems)
 
 
-@pytest.mark.parametrize("side", ["numpy", "torch"])
-def test_the_contract_test_sees_both_packages(side):
-    """Guards the guard: the parser finds the modules and most names pair up, so an empty comparison can
-    never pass for a kept contract."""
+def test_the_contract_test_sees_both_packages():
+    """Guards the guard: the parser finds the modules on both sides and most names pair up, so an empty
+    comparison can never pass for a kept contract."""
     pairs, _ = _pairs()
-    modules = NUMPY if side == "numpy" else TORCH
-    assert len(modules) >= 13 and len(pairs) >= 35
+    assert len(NUMPY) >= 13 and len(TORCH) >= 13 and len(pairs) >= 35
 
 
 # ---------------------------------------------------------------- show_diff on the twins
@@ -309,9 +401,9 @@ def test_show_diff_puts_each_step_of_the_twins_on_one_row():
     assert '"""' not in text                                           # docstrings left out by default
     shared = [a for a, b in view.rows if a is not None and b is not None and a.split() == b.split()]
     assert "B, Tq, D = x_q.shape" in [line.strip() for line in shared]
-    pairs = {a.strip(): b.strip() for a, b in view.rows if a is not None and b is not None}
-    assert pairs["merged = heads.transpose(0, 2, 1, 3).reshape(B, Tq, D)  # (B, H, Tq, Dh) -> (B, Tq, H, Dh) -> "
-                 "(B, Tq, D)"].startswith("merged = heads.transpose(1, 2).reshape(B, Tq, D)")
+    merged = [b.strip() for a, b in view.rows if a is not None and b is not None
+              and a.strip().startswith("merged = heads.transpose(0, 2, 1, 3).reshape(B, Tq, D)")]
+    assert len(merged) == 1 and merged[0].startswith("merged = heads.transpose(1, 2).reshape(B, Tq, D)")
     html = view._repr_html_()
     assert html.count("<tr") == len(view.rows) + 1 and "background:#ffd54f" in html  # words that differ marked
     assert '"""' in repr(show_diff(multi_head_attention_forward, MultiHeadAttention.forward, docstrings=True))

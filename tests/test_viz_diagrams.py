@@ -5,11 +5,11 @@ import struct
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
 
-from transformer_course.config import ModelConfig, get_preset  # noqa: E402
-from transformer_course.viz import diagrams  # noqa: E402
+from transformer_course.config import ModelConfig, get_preset
+from transformer_course.viz import diagrams
 
 # Sizes chosen so that no two of them coincide: a label that shows the wrong size cannot pass by accident.
 ODD = ModelConfig(d_model=96, n_heads=3, d_ff=200, n_encoder_layers=5, n_decoder_layers=7)

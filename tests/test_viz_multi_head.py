@@ -2,10 +2,10 @@
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
 
-from transformer_course.viz.multi_head import plot_head_split, plot_multi_head_flow  # noqa: E402
+from transformer_course.viz.multi_head import plot_head_split, plot_multi_head_flow
 
 
 def test_head_split_draws_every_cell():

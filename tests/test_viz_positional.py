@@ -5,8 +5,12 @@ matplotlib.use("Agg")  # tests only; notebooks keep the inline backend
 import numpy as np
 import pytest
 
-from transformer_course.viz.positional import (cosine_similarity_matrix, plot_encoding_curves,
-                                               plot_position_similarity, plot_positional_heatmap)
+from transformer_course.viz.positional import (
+    cosine_similarity_matrix,
+    plot_encoding_curves,
+    plot_position_similarity,
+    plot_positional_heatmap,
+)
 
 
 def _table(P=20, D=8):

@@ -24,6 +24,7 @@ dark pass's image widths, problems).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import http.server
 import os
@@ -64,7 +65,7 @@ class _IdCollector(HTMLParser):
                 self.ids.add(value)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ids_of(path: Path) -> frozenset[str]:
     parser = _IdCollector()
     parser.feed(path.read_text(errors="replace"))
@@ -307,10 +308,8 @@ def check_site(html_dir: Path, out_dir: Path, screenshots: bool = True,
                     _outside.append(request.url)
 
             def on_response(response, _weights=weights):
-                try:
+                with contextlib.suppress(Exception):  # redirects and aborted requests have no body
                     _weights.append(len(response.body()))
-                except Exception:  # redirects and aborted requests have no body
-                    pass
 
             page.on("request", on_request)
             page.on("response", on_response)

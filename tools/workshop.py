@@ -28,8 +28,9 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import slides  # noqa: E402  (tools/ is not a package)
-from colab import toc_docnames, write_colab_notebooks  # noqa: E402
 from run import hide_solutions_config  # noqa: E402
+
+from colab import toc_docnames, write_colab_notebooks  # noqa: E402
 
 EDITIONS = {"student": ("student", "website"), "instructor": ("instructor", "slides")}
 

@@ -170,7 +170,7 @@ def _parse_overrides(cls, items: list[str], flag: str) -> dict:
 
 
 def _add_data_args(p: argparse.ArgumentParser, defaults: bool = True) -> None:
-    from .data.tasks import NUMBER_LANGUAGES      # here, not at the top: `doctor` must start without NumPy
+    from .data.tasks import NUMBER_LANGUAGES  # here, not at the top: `doctor` must start without NumPy
     g = p.add_argument_group("data")
     g.add_argument("--task", choices=TASK_CHOICES, default="numbers" if defaults else None,
                    help="numbers: number words translated (offline); copy/reverse/sort: toy tasks; "

@@ -34,9 +34,9 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from . import versions
 
@@ -423,7 +423,7 @@ def check_training(steps: int = 40) -> Check:
 def check_widgets() -> Check:
     import ipywidgets
 
-    from .viz import widgets                         # noqa: F401 (imports the course's widgets)
+    from .viz import widgets  # noqa: F401 (imports the course's widgets)
     return Check("widgets", True, f"ipywidgets {ipywidgets.__version__}; the course's widgets import "
                  "(they run in Jupyter and Colab)")
 

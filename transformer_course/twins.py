@@ -13,7 +13,9 @@ The rule
   (`Transformer.encode` and `encode`). Public names appear in the same order on both sides.
 * Arguments: the same names in the same order, once the arguments that exist on one side by nature are
   set aside (`BY_NATURE`), as are the NumPy arguments that the PyTorch twin takes in its constructor (a
-  module holds its hyper-parameters: `n_heads`, `norm_first`, `eps`, ...).
+  module holds its hyper-parameters: `n_heads`, `norm_first`, `eps`, ...); those hyper-parameters come in
+  the same order in the NumPy call and the constructor. Every argument both take has the same default and
+  the same annotation (np.ndarray and torch.Tensor count as one type).
 * Returns: the same values. A NumPy layer also returns its cache; where that cache holds the attention
   weights (cache["weights"]), the PyTorch twin returns the weights in its place (always, or on request
   with need_weights).
@@ -27,7 +29,8 @@ that exists twice on purpose) are listed at the end.
 from __future__ import annotations
 
 __all__ = ["NUMPY_ONLY_MODULES", "TORCH_ONLY_MODULES", "BY_NATURE", "OUTPUT_IS_CACHE", "NUMPY_ONLY_NAMES",
-           "TORCH_ONLY_NAMES", "ARGUMENT_DIFFERENCES", "RETURN_DIFFERENCES", "INTENDED_DUPLICATES"]
+           "TORCH_ONLY_NAMES", "ARGUMENT_DIFFERENCES", "TYPE_DIFFERENCES", "RETURN_DIFFERENCES",
+           "INTENDED_DUPLICATES"]
 
 NUMPY_ONLY_MODULES = {
     "dropout": "PyTorch has nn.Dropout; NumPy needs its own, with an explicit random generator and a backward",
@@ -59,7 +62,7 @@ BY_NATURE = {  # set aside on both sides before the twins are compared (patterns
         "*_backward": "the backward functions a NumPy forward needs (autograd finds them in PyTorch)",
         "need_weights": "NumPy always computes the attention weights; PyTorch only on request, because the fast "
                         "path never forms them",
-        "*cache*": "the key/value cache exists only in PyTorch (the fast path of decoding)",
+        "use_cache": "the key/value cache exists only in PyTorch (the fast path of decoding)",
     },
 }
 
@@ -109,6 +112,11 @@ ARGUMENT_DIFFERENCES = {  # {pair: ({"numpy": [names], "torch": [names]}, reason
                             "takes the two tensors its LayerNorm module holds"),
     "sublayer.residual": ({"numpy": ["eps"], "torch": []},
                           "the NumPy norm is a dict of arrays; the PyTorch LayerNorm module carries its eps"),
+}
+
+TYPE_DIFFERENCES = {  # {pair: reason}: arguments of the same name whose annotations differ
+    "sublayer.residual": "NumPy passes the norm's parameters (a dict) and a sublayer that returns (out, cache) for "
+                         "its backward; PyTorch passes the LayerNorm module and a sublayer that returns its output",
 }
 
 RETURN_DIFFERENCES = {

@@ -15,8 +15,8 @@ import hashlib
 import os
 import random
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 

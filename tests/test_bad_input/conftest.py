@@ -8,8 +8,8 @@ import pytest
 if importlib.util.find_spec("torch") is None:
     collect_ignore_glob = ["test_*.py"]
 
-from bad_input_helpers import TRAIN  # noqa: E402
-from hypothesis import settings  # noqa: E402
+from bad_input_helpers import TRAIN
+from hypothesis import settings
 
 # derandomized, no example database written into the repository, few examples: fast and repeatable
 settings.register_profile("course", max_examples=50, derandomize=True, database=None, deadline=None)

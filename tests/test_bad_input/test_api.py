@@ -12,14 +12,29 @@ import torch
 from bad_input_helpers import fingerprint
 
 from transformer_course.config import ModelConfig, TrainConfig, get_preset
-from transformer_course.data.corpora import (CorpusError, load_tsv_corpus, read_parallel_files, read_tsv_pairs,
-                                             split_pairs)
+from transformer_course.data.corpora import (
+    CorpusError,
+    load_tsv_corpus,
+    read_parallel_files,
+    read_tsv_pairs,
+    split_pairs,
+)
 from transformer_course.data.vocab import Vocab
-from transformer_course.exercises import (ExerciseError, check_layer_norm, check_masked_softmax, check_noam_lr,
-                                          check_split_heads)
+from transformer_course.exercises import (
+    ExerciseError,
+    check_layer_norm,
+    check_masked_softmax,
+    check_noam_lr,
+    check_split_heads,
+)
 from transformer_course.training import checkpoint as ckpt
-from transformer_course.training.checkpoint import (CheckpointError, load_checkpoint, load_pretrained,
-                                                    model_from_checkpoint, pretrained_dir)
+from transformer_course.training.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    load_pretrained,
+    model_from_checkpoint,
+    pretrained_dir,
+)
 
 # -- configuration: every field type-checked when a config is built ------------------------------------------
 

@@ -36,7 +36,7 @@ def reverse():
 def test_a_corpus_that_is_not_utf8_names_file_line_and_byte(tmp_path, name, opener):
     path = tmp_path / name
     with opener(path, "wb") as f:
-        f.write("Go.\tVa !\nHi.\tSalut !\n".encode("utf-8") + b"Caf\xe9.\tCaf\xe9 !\n")   # Latin-1, line 3
+        f.write(b"Go.\tVa !\nHi.\tSalut !\n" + b"Caf\xe9.\tCaf\xe9 !\n")   # Latin-1, line 3
     for read in (read_tsv_pairs, load_tsv_corpus):
         with pytest.raises(CorpusError, match=rf"{name}:3: byte 3 \(0xe9\) is not valid UTF-8; save the file as "
                                               r"UTF-8$") as caught:
@@ -46,7 +46,7 @@ def test_a_corpus_that_is_not_utf8_names_file_line_and_byte(tmp_path, name, open
 
 def test_parallel_files_that_are_not_utf8(tmp_path):
     (tmp_path / "a.en").write_text("one\ntwo\n", encoding="utf-8")
-    (tmp_path / "a.fr").write_bytes("un\n".encode("utf-8") + b"\xff deux\n")
+    (tmp_path / "a.fr").write_bytes(b"un\n" + b"\xff deux\n")
     with pytest.raises(CorpusError, match=r"a\.fr:2: byte 0 \(0xff\) is not valid UTF-8"):
         read_parallel_files(tmp_path / "a.en", tmp_path / "a.fr")
 

@@ -2,8 +2,13 @@
 import numpy as np
 import pytest
 
-from transformer_course.data.batching import (Seq2SeqDataset, bucket_batches, make_numpy_batch, numpy_batches,
-                                              pad_sequences)
+from transformer_course.data.batching import (
+    Seq2SeqDataset,
+    bucket_batches,
+    make_numpy_batch,
+    numpy_batches,
+    pad_sequences,
+)
 from transformer_course.data.tasks import reverse_task
 from transformer_course.data.vocab import BOS_ID, EOS_ID, PAD_ID
 

@@ -6,8 +6,14 @@ from pathlib import Path
 import pytest
 
 from transformer_course.data import corpora
-from transformer_course.data.corpora import (CorpusError, download, load_multi30k, load_tsv_corpus,
-                                             read_tsv_pairs, split_pairs)
+from transformer_course.data.corpora import (
+    CorpusError,
+    download,
+    load_multi30k,
+    load_tsv_corpus,
+    read_tsv_pairs,
+    split_pairs,
+)
 
 SAMPLE = Path(corpora.__file__).parent / "files" / "sample_en_fr.tsv"
 

@@ -3,8 +3,15 @@ from collections import Counter
 
 import pytest
 
-from transformer_course.data.tasks import (EVERYDAY_NUMBERS, copy_task, make_task, number_to_words, number_translation,
-                                           reverse_task, sort_task)
+from transformer_course.data.tasks import (
+    EVERYDAY_NUMBERS,
+    copy_task,
+    make_task,
+    number_to_words,
+    number_translation,
+    reverse_task,
+    sort_task,
+)
 
 
 def test_toy_tasks_transform_and_lengths():

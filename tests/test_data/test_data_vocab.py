@@ -1,8 +1,17 @@
 """Tokenisers and vocabularies: special ids, round trips, save/load, bad input."""
 import pytest
 
-from transformer_course.data.vocab import (BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, CharTokenizer, Vocab,
-                                           WordTokenizer, get_tokenizer)
+from transformer_course.data.vocab import (
+    BOS_ID,
+    EOS_ID,
+    PAD_ID,
+    SPECIALS,
+    UNK_ID,
+    CharTokenizer,
+    Vocab,
+    WordTokenizer,
+    get_tokenizer,
+)
 
 
 def test_special_ids_are_fixed():

@@ -3,8 +3,12 @@ import numpy as np
 import pytest
 
 from transformer_course.exercises import ExerciseError
-from transformer_course.exercises.decoder import (check_beam_score, check_greedy_decode, check_top_p_filter,
-                                                  toy_next_logits)
+from transformer_course.exercises.decoder import (
+    check_beam_score,
+    check_greedy_decode,
+    check_top_p_filter,
+    toy_next_logits,
+)
 
 
 # ---------------------------------------------------------------------------------------- greedy decoding

@@ -6,16 +6,35 @@ import warnings
 
 import numpy as np
 import pytest
-
 from numpy_helpers import TOL, check_layer, lively
+
 from transformer_course.numpy.attention import (
-    additive_scores_backward, additive_scores_forward, attention_pooling_backward, attention_pooling_forward,
-    cosine_scores_backward, cosine_scores_forward, dot_scores_backward, dot_scores_forward,
-    general_scores_backward, general_scores_forward, init_additive_scores, init_general_scores,
-    init_location_scores, init_multi_head_attention, location_scores_backward, location_scores_forward,
-    masked_softmax, multi_head_attention_backward, multi_head_attention_forward,
-    scaled_dot_product_attention_backward, scaled_dot_product_attention_forward, scaled_dot_scores_backward,
-    scaled_dot_scores_forward, self_attention_backward, self_attention_forward)
+    additive_scores_backward,
+    additive_scores_forward,
+    attention_pooling_backward,
+    attention_pooling_forward,
+    cosine_scores_backward,
+    cosine_scores_forward,
+    dot_scores_backward,
+    dot_scores_forward,
+    general_scores_backward,
+    general_scores_forward,
+    init_additive_scores,
+    init_general_scores,
+    init_location_scores,
+    init_multi_head_attention,
+    location_scores_backward,
+    location_scores_forward,
+    masked_softmax,
+    multi_head_attention_backward,
+    multi_head_attention_forward,
+    scaled_dot_product_attention_backward,
+    scaled_dot_product_attention_forward,
+    scaled_dot_scores_backward,
+    scaled_dot_scores_forward,
+    self_attention_backward,
+    self_attention_forward,
+)
 from transformer_course.numpy.masks import causal_mask, combine_masks, lengths_to_mask, padding_mask
 
 RNG = np.random.default_rng(0)

@@ -3,12 +3,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from numpy_helpers import check_layer
-from transformer_course.numpy.bahdanau import (bahdanau_decoder_step_backward, bahdanau_decoder_step_forward,
-                                               bahdanau_encoder_backward, bahdanau_encoder_forward, gru_cell_backward,
-                                               gru_cell_forward, init_bahdanau_decoder_step, init_bahdanau_encoder,
-                                               init_gru_cell)
+
+from transformer_course.numpy.bahdanau import (
+    bahdanau_decoder_step_backward,
+    bahdanau_decoder_step_forward,
+    bahdanau_encoder_backward,
+    bahdanau_encoder_forward,
+    gru_cell_backward,
+    gru_cell_forward,
+    init_bahdanau_decoder_step,
+    init_bahdanau_encoder,
+    init_gru_cell,
+)
 
 
 def _load_gru(module, params, suffix=""):

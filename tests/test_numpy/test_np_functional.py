@@ -6,10 +6,17 @@ import warnings
 
 import numpy as np
 import pytest
-
 from numpy_helpers import check_layer
-from transformer_course.numpy.functional import (log_softmax, log_softmax_backward, relu_backward, relu_forward,
-                                                 softmax, softmax_backward, tree_leaves)
+
+from transformer_course.numpy.functional import (
+    log_softmax,
+    log_softmax_backward,
+    relu_backward,
+    relu_forward,
+    softmax,
+    softmax_backward,
+    tree_leaves,
+)
 from transformer_course.numpy.gradcheck import gradcheck, numerical_gradient, relative_error
 from transformer_course.numpy.loss import cross_entropy_backward, cross_entropy_forward
 from transformer_course.numpy.masks import causal_mask, combine_masks, lengths_to_mask, padding_mask

@@ -5,19 +5,28 @@ import math
 
 import numpy as np
 import pytest
-
 from numpy_helpers import check_layer, lively
-from transformer_course.numpy.dropout import dropout_backward, dropout_forward
-from transformer_course.numpy.embedding import (embedding_backward, embedding_forward, init_embedding,
-                                                output_projection_backward, output_projection_forward)
-from transformer_course.numpy.encoder import encoder_layer_backward, encoder_layer_forward, init_encoder_layer
+
 from transformer_course.numpy.decoder import decoder_layer_backward, decoder_layer_forward, init_decoder_layer
+from transformer_course.numpy.dropout import dropout_backward, dropout_forward
+from transformer_course.numpy.embedding import (
+    embedding_backward,
+    embedding_forward,
+    init_embedding,
+    output_projection_backward,
+    output_projection_forward,
+)
+from transformer_course.numpy.encoder import encoder_layer_backward, encoder_layer_forward, init_encoder_layer
 from transformer_course.numpy.feedforward import feedforward_backward, feedforward_forward, init_feedforward
 from transformer_course.numpy.layernorm import init_layernorm, layernorm_backward, layernorm_forward
 from transformer_course.numpy.masks import causal_mask, lengths_to_mask
-from transformer_course.numpy.positional import (init_learned_positions, learned_positions_backward,
-                                                 learned_positions_forward, sinusoidal_encoding,
-                                                 sinusoidal_positions_forward)
+from transformer_course.numpy.positional import (
+    init_learned_positions,
+    learned_positions_backward,
+    learned_positions_forward,
+    sinusoidal_encoding,
+    sinusoidal_positions_forward,
+)
 from transformer_course.numpy.sublayer import residual_backward, residual_forward
 
 
@@ -179,12 +188,12 @@ def test_encoder_and_decoder_layers_gradcheck(norm_first):
     rng = np.random.default_rng(10)
     enc = lively(init_encoder_layer(rng, 8, 2, 12, np.float64), rng)
     mask = lengths_to_mask([4, 3], 4)
-    check_layer(lambda x, p: encoder_layer_forward(x, p, 2, mask, norm_first), encoder_layer_backward,
+    check_layer(lambda x, p: encoder_layer_forward(x, p, 2, mask, norm_first=norm_first), encoder_layer_backward,
                 rng.standard_normal((2, 4, 8)), enc, max_entries=10)
     dec = lively(init_decoder_layer(rng, 8, 2, 12, np.float64), rng)
 
     def forward(x, p):
-        return decoder_layer_forward(x["y"], x["memory"], p, 2, causal_mask(3), mask, norm_first)
+        return decoder_layer_forward(x["y"], x["memory"], p, 2, causal_mask(3), mask, norm_first=norm_first)
 
     def backward(d, cache):
         (dy, dmemory), grads = decoder_layer_backward(d, cache)
@@ -219,6 +228,6 @@ def test_encoder_layer_matches_torch_transformer_encoder_layer():
                 getattr(layer, name).weight.copy_(torch.from_numpy(params[name]["gamma"]))
                 getattr(layer, name).bias.copy_(torch.from_numpy(params[name]["beta"]))
             expected = layer(torch.from_numpy(x), src_key_padding_mask=torch.from_numpy(~mask[:, 0])).numpy()
-        out, _ = encoder_layer_forward(x, params, H, mask, norm_first)
+        out, _ = encoder_layer_forward(x, params, H, mask, norm_first=norm_first)
         np.testing.assert_allclose(out[0], expected[0], atol=1e-10)
         np.testing.assert_allclose(out[1, :3], expected[1, :3], atol=1e-10)  # torch's fast path may zero padding

@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from numpy_helpers import TOL, check_layer, lively
-from transformer_course.numpy.attention import (init_multi_head_attention, multi_head_attention_backward,
-                                                multi_head_attention_forward, self_attention_backward,
-                                                self_attention_forward)
+
+from transformer_course.numpy.attention import (
+    init_multi_head_attention,
+    multi_head_attention_backward,
+    multi_head_attention_forward,
+    self_attention_backward,
+    self_attention_forward,
+)
 from transformer_course.numpy.gradcheck import gradcheck
 from transformer_course.numpy.masks import causal_mask
-from transformer_course.numpy.positional import (alibi_bias, alibi_slopes, rotary_angles, rotary_positions_backward,
-                                                 rotary_positions_forward)
+from transformer_course.numpy.positional import (
+    alibi_bias,
+    alibi_slopes,
+    rotary_angles,
+    rotary_positions_backward,
+    rotary_positions_forward,
+)
 
 
 def _rotate_by_complex_numbers(x: np.ndarray, offset: int = 0) -> np.ndarray:

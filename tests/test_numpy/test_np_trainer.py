@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import numpy as np
-
 from numpy_helpers import tiny_config
+
 from transformer_course.config import TrainConfig
 from transformer_course.numpy import init_transformer
 from transformer_course.training.numpy_trainer import train_numpy

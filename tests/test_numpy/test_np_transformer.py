@@ -6,12 +6,24 @@ import math
 
 import numpy as np
 import pytest
-
 from numpy_helpers import TOL, check_layer, lively, tiny_batch, tiny_config
-from transformer_course.numpy import (Adam, cross_entropy_backward, cross_entropy_forward, decoder_backward,
-                                      decoder_forward, encoder_backward, encoder_forward, greedy_decode,
-                                      init_decoder, init_encoder, init_transformer, transformer_backward,
-                                      transformer_forward, tree_leaves)
+
+from transformer_course.numpy import (
+    Adam,
+    cross_entropy_backward,
+    cross_entropy_forward,
+    decoder_backward,
+    decoder_forward,
+    encoder_backward,
+    encoder_forward,
+    greedy_decode,
+    init_decoder,
+    init_encoder,
+    init_transformer,
+    transformer_backward,
+    transformer_forward,
+    tree_leaves,
+)
 from transformer_course.numpy.gradcheck import gradcheck
 from transformer_course.numpy.masks import causal_mask, padding_mask
 
@@ -49,7 +61,7 @@ def test_encoder_and_decoder_stacks_gradcheck(norm_first):
     enc = lively(init_encoder(rng, 2, D, H, F, norm_first, dtype=np.float64), rng)
     x = rng.standard_normal((2, 5, D))
     mask = padding_mask(np.array([[1, 2, 3, 4, 5], [1, 2, 3, 0, 0]]), 0)  # (2, 1, 5)
-    check_layer(lambda x_, p: encoder_forward(x_, p, H, mask, norm_first), encoder_backward, x, enc,
+    check_layer(lambda x_, p: encoder_forward(x_, p, H, mask, norm_first=norm_first), encoder_backward, x, enc,
                 max_entries=8)
 
     dec = lively(init_decoder(rng, 2, D, H, F, norm_first, dtype=np.float64), rng)
@@ -58,7 +70,7 @@ def test_encoder_and_decoder_stacks_gradcheck(norm_first):
     self_mask = causal_mask(4)                           # (1, 4, 4)
 
     def forward(inputs, p):
-        return decoder_forward(inputs["y"], inputs["memory"], p, H, self_mask, mask, norm_first)
+        return decoder_forward(inputs["y"], inputs["memory"], p, H, self_mask, mask, norm_first=norm_first)
 
     def backward(dout, cache):
         (dy, dmemory), grads = decoder_backward(dout, cache)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from parity_helpers import assert_trees_close, grads_as_numpy, randomise, t
 
 from transformer_course.torch.bahdanau import BahdanauSeq2Seq
 from transformer_course.torch.convert import numpy_to_torch, torch_to_numpy
-from parity_helpers import assert_trees_close, grads_as_numpy, randomise, t
 
 np_bahdanau = pytest.importorskip("transformer_course.numpy.bahdanau")
 
@@ -51,6 +51,7 @@ def test_gru_cell():
     assert_trees_close(grads_as_numpy(cell), grads)
 
 
+@pytest.mark.twins("bahdanau.bahdanau_encoder")
 def test_encoder_annotations_and_gradients():
     model = _model()
     src = _src()
@@ -66,6 +67,7 @@ def test_encoder_annotations_and_gradients():
     assert_trees_close(grads_as_numpy(model)["encoder"], grads)
 
 
+@pytest.mark.twins("bahdanau.bahdanau_decoder_step")
 def test_attention_decoder_step():
     model = _model()
     src = _src()

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from transformer_course.config import ModelConfig
-from transformer_course.numpy import cross_entropy_forward, greedy_decode as np_greedy_decode, transformer_forward
+from transformer_course.numpy import cross_entropy_forward, transformer_forward
+from transformer_course.numpy import greedy_decode as np_greedy_decode
 from transformer_course.torch.bahdanau import BahdanauSeq2Seq
 from transformer_course.torch.convert import torch_to_numpy
 from transformer_course.torch.decoding import beam_search, greedy_decode

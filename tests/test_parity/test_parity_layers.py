@@ -4,15 +4,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from parity_helpers import assert_trees_close, grads_as_numpy, randomise, t
 
 from transformer_course.torch.attention import MultiHeadAttention, set_fused_attention
+from transformer_course.torch.convert import torch_to_numpy
 from transformer_course.torch.embedding import Embedding
 from transformer_course.torch.feedforward import FeedForward
 from transformer_course.torch.layernorm import LayerNorm
 from transformer_course.torch.masks import causal_mask, combine_masks, padding_mask
 from transformer_course.torch.positional import LearnedPositions, sinusoidal_encoding
-from transformer_course.torch.convert import torch_to_numpy
-from parity_helpers import assert_trees_close, grads_as_numpy, randomise, t
 
 D, H, FF = 16, 4, 24
 rng = np.random.default_rng(0)
@@ -26,6 +26,7 @@ def _backward(out: torch.Tensor, dout: np.ndarray) -> None:
     out.backward(t(dout))
 
 
+@pytest.mark.twins("masks.padding_mask", "masks.causal_mask", "masks.combine_masks")
 def test_masks_are_identical():
     from transformer_course.numpy import masks as npm
     tokens = np.array([[5, 6, 0], [7, 0, 0]])
@@ -35,6 +36,7 @@ def test_masks_are_identical():
                                   combine_masks(causal_mask(3), padding_mask(t(tokens), 0)).numpy())
 
 
+@pytest.mark.twins("positional.sinusoidal_encoding")
 def test_sinusoidal_table_is_identical():
     from transformer_course.numpy.positional import sinusoidal_encoding as np_sinusoidal
     np.testing.assert_allclose(np_sinusoidal(40, 16, dtype=np.float64), sinusoidal_encoding(40, 16).double(),
@@ -42,6 +44,7 @@ def test_sinusoidal_table_is_identical():
     np.testing.assert_array_equal(np_sinusoidal(40, 16), sinusoidal_encoding(40, 16).numpy())
 
 
+@pytest.mark.twins("attention.multi_head_attention")
 @pytest.mark.parametrize("fused", [True, False])
 @pytest.mark.parametrize("self_attention", [True, False])
 def test_multi_head_attention(fused, self_attention):
@@ -86,6 +89,7 @@ def test_layernorm():
     assert_trees_close(grads_as_numpy(ln), grads)
 
 
+@pytest.mark.twins("feedforward.feedforward")
 def test_feedforward():
     from transformer_course.numpy.feedforward import feedforward_backward, feedforward_forward
     ffn = randomise(FeedForward(D, FF))
@@ -101,6 +105,7 @@ def test_feedforward():
     assert_trees_close(grads_as_numpy(ffn), grads)
 
 
+@pytest.mark.twins("embedding.embedding", "positional.learned_positions")
 def test_embedding_and_learned_positions():
     from transformer_course.numpy.embedding import embedding_backward, embedding_forward
     from transformer_course.numpy.positional import learned_positions_backward, learned_positions_forward
@@ -125,6 +130,7 @@ def test_embedding_and_learned_positions():
     assert_trees_close(grads_as_numpy(pos), grads)
 
 
+@pytest.mark.twins("encoder.encoder")
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_layer_and_stack(norm_first):
     np_encoder = pytest.importorskip("transformer_course.numpy.encoder")
@@ -146,6 +152,7 @@ def test_encoder_layer_and_stack(norm_first):
     assert_trees_close(grads_as_numpy(enc), grads)
 
 
+@pytest.mark.twins("decoder.decoder")
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_decoder_layer_and_stack(norm_first):
     np_decoder = pytest.importorskip("transformer_course.numpy.decoder")
@@ -171,6 +178,7 @@ def test_decoder_layer_and_stack(norm_first):
     assert_trees_close(grads_as_numpy(dec), grads)
 
 
+@pytest.mark.twins("encoder.encoder_layer", "decoder.decoder_layer")
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_single_encoder_and_decoder_layers(norm_first):
     np_encoder = pytest.importorskip("transformer_course.numpy.encoder")
@@ -203,6 +211,7 @@ def test_single_encoder_and_decoder_layers(norm_first):
     assert_trees_close(grads_as_numpy(dec), grads)
 
 
+@pytest.mark.twins("positional.rotary_positions", "positional.alibi_bias")
 def test_rotary_positions_and_alibi_bias():
     from transformer_course.numpy.positional import alibi_bias as np_alibi_bias
     from transformer_course.numpy.positional import rotary_positions_forward

@@ -4,12 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from parity_helpers import assert_trees_close, grads_as_numpy, randomise, t
 
 from transformer_course.config import ModelConfig
 from transformer_course.torch.convert import numpy_to_torch, torch_to_numpy
 from transformer_course.torch.loss import cross_entropy
 from transformer_course.torch.transformer import Transformer
-from parity_helpers import assert_trees_close, grads_as_numpy, randomise, t
 
 CONFIG = ModelConfig(src_vocab_size=13, tgt_vocab_size=11, d_model=16, n_heads=4, d_ff=24, n_encoder_layers=2,
                      n_decoder_layers=2, dropout=0.0, max_len=20)
@@ -24,6 +24,7 @@ def _batch():
     return src, tgt[:, :-1], tgt[:, 1:]
 
 
+@pytest.mark.twins("loss.cross_entropy")
 @pytest.mark.parametrize("eps", [0.0, 0.1])
 def test_loss(eps):
     np_loss = pytest.importorskip("transformer_course.numpy.loss")
@@ -43,6 +44,7 @@ def test_loss(eps):
                                        {"positional": "learned", "tie_output_embedding": False},
                                        {"positional": "rope"}, {"positional": "alibi", "norm_first": True}],
                          ids=["post-LN", "pre-LN", "learned-untied", "rope", "alibi-pre-LN"])
+@pytest.mark.twins("transformer.transformer")
 def test_full_model_logits_loss_and_gradients(overrides):
     np_transformer = pytest.importorskip("transformer_course.numpy.transformer")
     np_loss = pytest.importorskip("transformer_course.numpy.loss")
@@ -72,6 +74,7 @@ def test_weights_from_numpy_init_run_in_torch():
     assert_trees_close(torch_to_numpy(model, dtype=np.float32), params, tol=0.0)
 
 
+@pytest.mark.twins("decoding.greedy_decode")
 @pytest.mark.parametrize("positional", ["sinusoidal", "rope", "alibi"])
 def test_greedy_decoding_gives_the_same_tokens(positional):
     np_decoding = pytest.importorskip("transformer_course.numpy.decoding")

@@ -7,10 +7,20 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_course.torch.attention import (KVCache, MultiHeadAttention, additive_scores, attention_pooling,
-                                                cosine_scores, dot_scores, general_scores, location_scores,
-                                                masked_softmax, scaled_dot_product_attention, scaled_dot_scores,
-                                                set_fused_attention)
+from transformer_course.torch.attention import (
+    KVCache,
+    MultiHeadAttention,
+    additive_scores,
+    attention_pooling,
+    cosine_scores,
+    dot_scores,
+    general_scores,
+    location_scores,
+    masked_softmax,
+    scaled_dot_product_attention,
+    scaled_dot_scores,
+    set_fused_attention,
+)
 from transformer_course.torch.masks import causal_mask, combine_masks, lengths_to_mask, padding_mask
 
 torch.set_default_dtype(torch.float32)

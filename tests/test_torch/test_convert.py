@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from torch_helpers import SMALL
 
 from transformer_course.torch.attention import MultiHeadAttention
 from transformer_course.torch.convert import numpy_to_torch, torch_to_numpy
 from transformer_course.torch.transformer import Transformer
-from torch_helpers import SMALL
 
 
 @pytest.mark.parametrize("overrides", [{}, {"norm_first": True, "positional": "learned",

@@ -7,12 +7,11 @@ import math
 import pytest
 import torch
 from torch import nn
+from torch_helpers import SMALL, lively_model, random_batch, trained_model
 
 from transformer_course.torch.attention import set_fused_attention
 from transformer_course.torch.decoder import DecoderCache
-from transformer_course.torch.decoding import (beam_search, greedy_decode, length_penalty, sample_decode,
-                                                sampling_probs)
-from torch_helpers import SMALL, lively_model, random_batch, trained_model
+from transformer_course.torch.decoding import beam_search, greedy_decode, length_penalty, sample_decode, sampling_probs
 
 EOS = 2
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch_helpers import SMALL, lively_model, random_batch
 
 from transformer_course.torch.device import PRECISIONS, autocast, maybe_compile, needs_grad_scaler, pick_device
 from transformer_course.torch.loss import cross_entropy
-from torch_helpers import SMALL, lively_model, random_batch
 
 
 def test_pick_device_auto_and_by_name():

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch_helpers import SMALL, lively_model, random_batch
 
 from transformer_course.torch.attention import MultiHeadAttention, set_fused_attention
 from transformer_course.torch.decoding import beam_search, greedy_decode
 from transformer_course.torch.positional import RotaryPositions, alibi_bias, alibi_slopes
 from transformer_course.torch.transformer import Transformer
-from torch_helpers import SMALL, lively_model, random_batch
 
 KINDS = ["rope", "alibi"]
 

@@ -6,13 +6,12 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from torch_helpers import SMALL, lively_model, random_batch
 
 from transformer_course.config import ModelConfig
 from transformer_course.torch.attention import set_fused_attention
 from transformer_course.torch.loss import cross_entropy, fast_cross_entropy
 from transformer_course.torch.transformer import Transformer
-
-from torch_helpers import SMALL, lively_model, random_batch
 
 
 def test_forward_shapes_and_weights_dictionary():

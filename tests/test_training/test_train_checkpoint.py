@@ -3,15 +3,20 @@ import os
 
 import pytest
 import torch
+from training_helpers import params_equal
 
 from transformer_course.data.vocab import Vocab
 from transformer_course.training import checkpoint as ckpt
-from transformer_course.training.checkpoint import (average_state_dicts, check_vocabs, export_pretrained,
-                                                    load_checkpoint, load_pretrained, model_from_checkpoint,
-                                                    save_checkpoint)
+from transformer_course.training.checkpoint import (
+    average_state_dicts,
+    check_vocabs,
+    export_pretrained,
+    load_checkpoint,
+    load_pretrained,
+    model_from_checkpoint,
+    save_checkpoint,
+)
 from transformer_course.training.trainer import train
-
-from training_helpers import params_equal
 
 
 def test_round_trip(make_model, toy, tmp_path):

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
-
 from training_ddp_worker import run
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),

@@ -8,9 +8,18 @@ import torch
 
 from transformer_course.data.loader import make_dataloader
 from transformer_course.data.vocab import EOS_ID, PAD_ID
-from transformer_course.training.evaluate import (corpus_bleu, corpus_chrf, evaluate, evaluate_pairs,
-                                                  evaluate_task, exact_match, exact_match_by_stratum, perplexity,
-                                                  token_accuracy, translate)
+from transformer_course.training.evaluate import (
+    corpus_bleu,
+    corpus_chrf,
+    evaluate,
+    evaluate_pairs,
+    evaluate_task,
+    exact_match,
+    exact_match_by_stratum,
+    perplexity,
+    token_accuracy,
+    translate,
+)
 
 
 def test_exact_match():

@@ -1,14 +1,13 @@
 """The trainer: learning, exact resume, NaN detection, early stopping, averaging, precision, bad input."""
 import pytest
 import torch
+from training_helpers import params_equal
 
 from transformer_course.torch.bahdanau import BahdanauSeq2Seq
 from transformer_course.torch.loss import cross_entropy
 from transformer_course.training.checkpoint import load_checkpoint
 from transformer_course.training.trainer import TrainingDiverged, train
 from transformer_course.utils import set_seed
-
-from training_helpers import params_equal
 
 
 def test_loss_decreases_and_history(make_model, loaders, tiny_config, toy):

@@ -7,7 +7,7 @@ Conventions: a source is its tokens followed by eos; a target is bos, tokens, eo
 """
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 

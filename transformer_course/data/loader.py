@@ -7,13 +7,13 @@ the union over processes is the batch one process would have seen.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Sequence
 
 import numpy as np
-from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
 from torch.utils.data import DataLoader, Sampler
 
+from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
 from .batching import Seq2SeqDataset, bucket_batches, make_numpy_batch
 from .vocab import PAD_ID, Vocab
 
@@ -30,10 +30,10 @@ class Batch:
     src_mask: torch.Tensor   # (B, 1, S) bool, True where the source token is real
     index: torch.Tensor      # (B,) dataset indices
 
-    def to(self, device, non_blocking: bool = False) -> "Batch":
+    def to(self, device, non_blocking: bool = False) -> Batch:
         return Batch(**{f.name: getattr(self, f.name).to(device, non_blocking=non_blocking) for f in fields(self)})
 
-    def pin_memory(self) -> "Batch":
+    def pin_memory(self) -> Batch:
         return Batch(**{f.name: getattr(self, f.name).pin_memory() for f in fields(self)})
 
     def __len__(self) -> int:

@@ -1,8 +1,7 @@
 """Tokenisers (character and word level) and vocabularies with fixed special tokens.
 
-A `Vocab` maps tokens to integer ids and back. Ids 0-3 are always the special tokens, in this order:
-pad (fills short sequences; ignored by attention and by the loss), bos (begin of sequence: the decoder's
-first input), eos (end of sequence: the model's signal to stop) and unk (any token not in the vocabulary).
+A `Vocab` maps tokens to integer ids and back. Ids 0-3 are always the special tokens of
+`transformer_course.special_tokens` (pad, bos, eos, unk), which this module re-exports.
 A vocabulary remembers its tokeniser, so `encode`/`decode` turn text into ids and back in one call, and it
 saves to and loads from a small JSON file.
 """
@@ -12,17 +11,15 @@ import json
 import os
 import re
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
+from ..special_tokens import BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, SPECIALS, UNK, UNK_ID
 from ..utils import atomic_write_text
 
 __all__ = ["PAD", "BOS", "EOS", "UNK", "SPECIALS", "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID",
            "CharTokenizer", "WordTokenizer", "get_tokenizer", "Vocab"]
 
-PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
-SPECIALS = (PAD, BOS, EOS, UNK)
-PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 
 
 class CharTokenizer:
@@ -88,7 +85,7 @@ class Vocab:
     # -- building --------------------------------------------------------------------------------------
     @classmethod
     def build(cls, texts: Iterable[str], tokenizer: str = "word", min_freq: int = 1,
-              max_size: int | None = None) -> "Vocab":
+              max_size: int | None = None) -> Vocab:
         """A vocabulary of the tokens in `texts`, most frequent first (ties: alphabetical, so it is stable)."""
         tok = get_tokenizer(tokenizer)
         counts = Counter(t for text in texts for t in tok.tokenize(text))
@@ -148,7 +145,7 @@ class Vocab:
         return {"tokenizer": self.tokenizer.name, "tokens": list(self.itos)}
 
     @classmethod
-    def from_dict(cls, values: dict) -> "Vocab":
+    def from_dict(cls, values: dict) -> Vocab:
         if not isinstance(values, dict) or "tokens" not in values or "tokenizer" not in values:
             raise ValueError(f"vocabulary: expected a dict with keys 'tokenizer' and 'tokens', got {values!r:.80}")
         tokens = values["tokens"]
@@ -163,7 +160,7 @@ class Vocab:
         atomic_write_text(path, json.dumps(self.to_dict(), ensure_ascii=False, indent=1) + "\n")
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "Vocab":
+    def load(cls, path: str | os.PathLike) -> Vocab:
         """A vocabulary saved by `save`; a missing, unreadable or malformed file raises an error naming it."""
         path = Path(path)
         if not path.is_file():
@@ -173,7 +170,7 @@ class Vocab:
         except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as err:
             raise ValueError(f"{path}: not a vocabulary file ({err})") from None
 
-    def diff(self, other: "Vocab") -> str | None:
+    def diff(self, other: Vocab) -> str | None:
         """None when equal, else one line describing the first difference (for error messages)."""
         if self == other:
             return None

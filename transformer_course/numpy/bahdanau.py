@@ -18,8 +18,13 @@ import math
 
 import numpy as np
 
-from .attention import (additive_scores_backward, additive_scores_forward, init_additive_scores, masked_softmax,
-                        masked_softmax_backward)
+from .attention import (
+    additive_scores_backward,
+    additive_scores_forward,
+    init_additive_scores,
+    masked_softmax,
+    masked_softmax_backward,
+)
 from .functional import linear_backward, linear_forward, sigmoid
 
 __all__ = ["init_gru_cell", "gru_cell_forward", "gru_cell_backward", "init_bahdanau_encoder",

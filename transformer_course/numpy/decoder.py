@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .attention import (init_multi_head_attention, multi_head_attention_backward, multi_head_attention_forward,
-                        self_attention_backward, self_attention_forward)
+from .attention import (
+    init_multi_head_attention,
+    multi_head_attention_backward,
+    multi_head_attention_forward,
+    self_attention_backward,
+    self_attention_forward,
+)
 from .feedforward import feedforward_backward, feedforward_forward, init_feedforward
 from .layernorm import init_layernorm, layernorm_backward, layernorm_forward
 from .sublayer import residual_backward, residual_forward
@@ -31,7 +36,7 @@ def _cross_attention_backward(dout: np.ndarray, cache: dict) -> tuple[np.ndarray
 
 def decoder_layer_forward(x: np.ndarray, memory: np.ndarray, params: dict, n_heads: int,
                           self_mask: np.ndarray | None = None, cross_mask: np.ndarray | None = None,
-                          norm_first: bool = False, dropout: float = 0.0, attention_dropout: float = 0.0,
+                          dropout: float = 0.0, attention_dropout: float = 0.0, norm_first: bool = False,
                           eps: float = 1e-5, rng: np.random.Generator | None = None,
                           training: bool = False, positional: str | None = None) -> tuple[np.ndarray, dict]:
     """x (B, T, D), memory (B, S, D), self_mask (B or 1, T or 1, T), cross_mask (B or 1, T or 1, S)
@@ -80,7 +85,7 @@ def init_decoder(rng: np.random.Generator, n_layers: int, d_model: int, n_heads:
 
 def decoder_forward(x: np.ndarray, memory: np.ndarray, params: dict, n_heads: int,
                     self_mask: np.ndarray | None = None, cross_mask: np.ndarray | None = None,
-                    norm_first: bool = False, dropout: float = 0.0, attention_dropout: float = 0.0,
+                    dropout: float = 0.0, attention_dropout: float = 0.0, norm_first: bool = False,
                     eps: float = 1e-5, rng: np.random.Generator | None = None,
                     training: bool = False, positional: str | None = None) -> tuple[np.ndarray, dict]:
     """x (B, T, D), memory (B, S, D) -> (x (B, T, D), cache); cache["weights"] = {"self": [...], "cross": [...]}."""
@@ -94,7 +99,7 @@ def decoder_forward(x: np.ndarray, memory: np.ndarray, params: dict, n_heads: in
     layer_caches = []
     for layer_params in params["layers"]:
         x, layer_cache = decoder_layer_forward(x, memory, layer_params, n_heads, self_mask, cross_mask,
-                                               norm_first, dropout, attention_dropout, eps, rng, training,
+                                               dropout, attention_dropout, norm_first, eps, rng, training,
                                                positional)  # (B, T, D)
         layer_caches.append(layer_cache)
     norm_cache = None

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..checks import check_id, check_max_len
 from ..config import ModelConfig
-from ..data.vocab import BOS_ID, EOS_ID
+from ..special_tokens import BOS_ID, EOS_ID
 from .embedding import check_tokens
 from .transformer import decode_forward, encode_forward, make_src_mask
 

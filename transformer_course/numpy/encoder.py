@@ -20,7 +20,7 @@ def init_encoder_layer(rng: np.random.Generator, d_model: int, n_heads: int, d_f
 
 
 def encoder_layer_forward(x: np.ndarray, params: dict, n_heads: int, mask: np.ndarray | None = None,
-                          norm_first: bool = False, dropout: float = 0.0, attention_dropout: float = 0.0,
+                          dropout: float = 0.0, attention_dropout: float = 0.0, norm_first: bool = False,
                           eps: float = 1e-5, rng: np.random.Generator | None = None,
                           training: bool = False, positional: str | None = None) -> tuple[np.ndarray, dict]:
     """x (B, S, D), mask (B or 1, S or 1, S) -> (x (B, S, D), cache); cache["weights"] is (B, H, S, S).
@@ -55,7 +55,7 @@ def init_encoder(rng: np.random.Generator, n_layers: int, d_model: int, n_heads:
 
 
 def encoder_forward(x: np.ndarray, params: dict, n_heads: int, mask: np.ndarray | None = None,
-                    norm_first: bool = False, dropout: float = 0.0, attention_dropout: float = 0.0,
+                    dropout: float = 0.0, attention_dropout: float = 0.0, norm_first: bool = False,
                     eps: float = 1e-5, rng: np.random.Generator | None = None,
                     training: bool = False, positional: str | None = None) -> tuple[np.ndarray, dict]:
     """x (B, S, D) -> (memory (B, S, D), cache); cache["weights"] is [(B, H, S, S) per layer]."""
@@ -64,8 +64,8 @@ def encoder_forward(x: np.ndarray, params: dict, n_heads: int, mask: np.ndarray 
                          f"{'needs' if norm_first else 'has no'} a final 'norm'; got keys {sorted(params)}")
     layer_caches = []
     for layer_params in params["layers"]:
-        x, layer_cache = encoder_layer_forward(x, layer_params, n_heads, mask, norm_first, dropout,
-                                               attention_dropout, eps, rng, training, positional)  # (B, S, D)
+        x, layer_cache = encoder_layer_forward(x, layer_params, n_heads, mask, dropout, attention_dropout,
+                                               norm_first, eps, rng, training, positional)  # (B, S, D)
         layer_caches.append(layer_cache)
     norm_cache = None
     if norm_first:

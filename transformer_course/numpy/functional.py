@@ -8,7 +8,7 @@ backward needs, so they return it alone and their backward takes (dout, output).
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -7,7 +7,7 @@ With h = 1e-6 in float64, the truncation error (~h^2) and the rounding error (~1
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

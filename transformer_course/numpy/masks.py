@@ -19,7 +19,7 @@ def padding_mask(tokens: np.ndarray, pad_id: int) -> np.ndarray:
     return mask[:, None, :]                              # (B, S) -> (B, 1, S)
 
 
-def lengths_to_mask(lengths, max_len: int) -> np.ndarray:
+def lengths_to_mask(lengths: np.ndarray, max_len: int) -> np.ndarray:
     """True at positions 0 .. length-1 of each row: the mask of right-padded sequences of these lengths."""
     lengths = np.asarray(lengths)
     if lengths.ndim != 1:

@@ -15,7 +15,6 @@ import functools
 
 import numpy as np
 
-
 __all__ = ["sinusoidal_encoding", "check_length", "sinusoidal_positions_forward", "sinusoidal_positions_backward",
            "init_learned_positions", "learned_positions_forward", "learned_positions_backward",
            "rotary_angles", "rotary_positions_forward", "rotary_positions_backward", "alibi_slopes", "alibi_bias"]
@@ -77,7 +76,7 @@ def learned_positions_forward(x: np.ndarray, params: dict, offset: int = 0) -> t
     P = params["P"]
     check_length(x, offset, P.shape[0])
     B, T, D = x.shape
-    if D != P.shape[1]:
+    if P.shape[1] != D:
         raise ValueError(f"x: expected last axis d_model={P.shape[1]}, got shape {x.shape}")
     return x + P[offset:offset + T], (P.shape, offset, T)  # (B, T, D) + (T, D) -> (B, T, D)
 

@@ -8,7 +8,8 @@ cross-attention and the feed-forward network, and the cache knows how to go back
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -14,13 +14,25 @@ import numpy as np
 from ..config import ModelConfig
 from .decoder import decoder_backward, decoder_forward, init_decoder
 from .dropout import dropout_backward, dropout_forward
-from .embedding import (check_tokens, embedding_backward, embedding_forward, init_embedding,
-                        output_projection_backward, output_projection_forward)
+from .embedding import (
+    check_tokens,
+    embedding_backward,
+    embedding_forward,
+    init_embedding,
+    output_projection_backward,
+    output_projection_forward,
+)
 from .encoder import encoder_backward, encoder_forward, init_encoder
 from .functional import xavier_uniform
 from .masks import causal_mask, combine_masks, padding_mask
-from .positional import (check_length, init_learned_positions, learned_positions_backward,
-                         learned_positions_forward, sinusoidal_positions_backward, sinusoidal_positions_forward)
+from .positional import (
+    check_length,
+    init_learned_positions,
+    learned_positions_backward,
+    learned_positions_forward,
+    sinusoidal_positions_backward,
+    sinusoidal_positions_forward,
+)
 
 __all__ = ["init_transformer", "make_src_mask", "make_tgt_mask", "encode_forward", "encode_backward",
            "decode_forward", "decode_backward", "transformer_forward", "transformer_backward"]
@@ -81,7 +93,7 @@ def _positions_backward(dout: np.ndarray, cache, config: ModelConfig):
 # ---------------------------------------------------------------- the two halves
 
 def encode_forward(src: np.ndarray, params: dict, config: ModelConfig, src_mask: np.ndarray | None = None,
-           rng: np.random.Generator | None = None, training: bool = False) -> tuple[np.ndarray, dict]:
+                   rng: np.random.Generator | None = None, training: bool = False) -> tuple[np.ndarray, dict]:
     """src (B, S) -> (memory (B, S, D), cache); cache["weights"] is [(B, H, S, S) per encoder layer]."""
     c = config
     check_tokens(src, c.src_vocab_size, "src")
@@ -90,8 +102,8 @@ def encode_forward(src: np.ndarray, params: dict, config: ModelConfig, src_mask:
     x, emb_cache = embedding_forward(src, params["src_embedding"], name="src")  # (B, S) -> (B, S, D)
     x, pos_cache = _positions_forward(x, params, c)      # (B, S, D)
     x, drop_cache = dropout_forward(x, c.dropout, rng, training)  # (B, S, D)
-    memory, enc_cache = encoder_forward(x, params["encoder"], c.n_heads, src_mask, c.norm_first, c.dropout,
-                                        c.attention_dropout, c.layer_norm_eps, rng, training,
+    memory, enc_cache = encoder_forward(x, params["encoder"], c.n_heads, src_mask, c.dropout, c.attention_dropout,
+                                        c.norm_first, c.layer_norm_eps, rng, training,
                                         c.attention_positional)  # (B, S, D)
     cache = {"config": c, "emb": emb_cache, "pos": pos_cache, "drop": drop_cache, "encoder": enc_cache,
              "weights": enc_cache["weights"]}
@@ -112,8 +124,8 @@ def encode_backward(dmemory: np.ndarray, cache: dict) -> dict:
 
 
 def decode_forward(tgt_in: np.ndarray, memory: np.ndarray, params: dict, config: ModelConfig,
-           src_mask: np.ndarray | None = None, tgt_mask: np.ndarray | None = None,
-           rng: np.random.Generator | None = None, training: bool = False) -> tuple[np.ndarray, dict]:
+                   src_mask: np.ndarray | None = None, tgt_mask: np.ndarray | None = None,
+                   rng: np.random.Generator | None = None, training: bool = False) -> tuple[np.ndarray, dict]:
     """tgt_in (B, T), memory (B, S, D) -> (logits (B, T, V_tgt), cache).
 
     src_mask must be given when the source had padding (encode_forward's default is `make_src_mask(src, config)`).
@@ -130,8 +142,8 @@ def decode_forward(tgt_in: np.ndarray, memory: np.ndarray, params: dict, config:
     y, emb_cache = embedding_forward(tgt_in, params["tgt_embedding"], name="tgt_in")  # (B, T) -> (B, T, D)
     y, pos_cache = _positions_forward(y, params, c)      # (B, T, D)
     y, drop_cache = dropout_forward(y, c.dropout, rng, training)  # (B, T, D)
-    y, dec_cache = decoder_forward(y, memory, params["decoder"], c.n_heads, tgt_mask, src_mask, c.norm_first,
-                                   c.dropout, c.attention_dropout, c.layer_norm_eps, rng, training,
+    y, dec_cache = decoder_forward(y, memory, params["decoder"], c.n_heads, tgt_mask, src_mask, c.dropout,
+                                   c.attention_dropout, c.norm_first, c.layer_norm_eps, rng, training,
                                    c.attention_positional)  # (B, T, D)
     tied = c.tie_output_embedding
     W = params["tgt_embedding"]["E"] if tied else params["W_out"]  # (V, D) tied, (D, V) untied

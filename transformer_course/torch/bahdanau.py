@@ -17,7 +17,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..checks import check_id
-from ..data.vocab import BOS_ID, EOS_ID, PAD_ID
+from ..special_tokens import BOS_ID, EOS_ID, PAD_ID
 from ..utils import eval_mode
 from .attention import additive_scores, masked_softmax
 from .embedding import check_tokens

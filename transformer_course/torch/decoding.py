@@ -17,7 +17,7 @@ import numbers
 import torch
 
 from ..checks import check_id, check_int, check_max_len
-from ..data.vocab import BOS_ID, EOS_ID
+from ..special_tokens import BOS_ID, EOS_ID
 from ..utils import eval_mode
 from .embedding import check_tokens
 

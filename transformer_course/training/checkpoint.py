@@ -17,13 +17,14 @@ import os
 import pickle
 import random
 import zipfile
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
-from .._optional import require, torch  # without PyTorch: an ImportError that names the extra to install
 
+from .._optional import require, torch  # without PyTorch: an ImportError that names the extra to install
 from ..config import ModelConfig, TrainConfig
 from ..data.vocab import Vocab
 from ..utils import atomic_write, atomic_write_text, sha256sum

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import os
 
-from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
 import torch.distributed as dist
+
+from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
 
 __all__ = ["launched_by_torchrun", "setup_distributed", "cleanup_distributed", "is_main_process"]
 

@@ -16,11 +16,11 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
-
-from ..data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
+from ..data.vocab import Vocab
+from ..special_tokens import BOS_ID, EOS_ID, PAD_ID
 from ..torch.decoding import beam_search, greedy_decode, sample_decode
 from ..torch.device import autocast
 from ..torch.loss import cross_entropy
@@ -122,7 +122,7 @@ def _check_vocabularies(model, src_vocab: Vocab | None, tgt_vocab: Vocab | None)
 
 
 def generate_ids(model, src: torch.Tensor, src_mask: torch.Tensor | None = None, beam_size: int = 1,
-             max_len: int | None = None, sampling: dict | None = None) -> list[list[int]]:
+                 max_len: int | None = None, sampling: dict | None = None) -> list[list[int]]:
     """Generated ids (without bos/eos/pad) for every row of src (B, S): greedy, beam search if beam_size > 1, or
     sampling if `sampling` holds sample_decode's options (temperature, top_k, top_p, generator)."""
     if sampling is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 from tqdm.auto import tqdm

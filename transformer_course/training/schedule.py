@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
-
 from ..numpy.optim import noam_lr  # one definition of the formula, shared with the NumPy trainer
 
 __all__ = ["NoamSchedule", "noam_lr", "make_scheduler"]

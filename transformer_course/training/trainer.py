@@ -27,23 +27,23 @@ import collections
 import functools
 import math
 import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
 
-from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
 import torch.distributed as dist
 from torch import nn
 from tqdm.auto import tqdm
 
+from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
 from ..config import TrainConfig
 from ..data.loader import Batch, BucketBatchSampler
-from ..data.vocab import PAD_ID, Vocab
+from ..data.vocab import Vocab
+from ..special_tokens import PAD_ID
 from ..torch.device import autocast, pick_device
 from ..torch.loss import fast_cross_entropy
 from ..utils import set_seed
-from .checkpoint import (average_state_dicts, check_vocabs, load_checkpoint, save_checkpoint, set_rng_state,
-                         unwrap_model)
+from .checkpoint import average_state_dicts, check_vocabs, load_checkpoint, save_checkpoint, set_rng_state, unwrap_model
 from .evaluate import evaluate
 from .schedule import make_scheduler
 
@@ -92,7 +92,7 @@ class TrainState:
     patience_left: int = 0                               # evaluations without improvement still allowed
 
     @classmethod
-    def create(cls, model: nn.Module, config: TrainConfig, device: torch.device, d_model: int) -> "TrainState":
+    def create(cls, model: nn.Module, config: TrainConfig, device: torch.device, d_model: int) -> TrainState:
         """Adam (its lr is 1: the schedule gives the absolute rate), the paper's schedule for width d_model, a
         gradient scaler (active for fp16 only)."""
         optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(config.adam_beta1, config.adam_beta2),
