@@ -4,6 +4,7 @@
   skip with the reason; test modules elsewhere that need it skip themselves (`pytest.importorskip`).
 - Without nbval, the `--nbval ...` options of pytest's configuration (pyproject.toml) are accepted and
   ignored. With nbval installed this does nothing.
+- The files that take longest start first, so that two workers end together.
 """
 from __future__ import annotations
 
@@ -36,3 +37,23 @@ def pytest_addoption(parser, pluginmanager):
     group.addoption("--nbval", action="store_true")
     group.addoption("--nbval-current-env", action="store_true")
     group.addoption("--nbval-sanitize-with")
+
+
+# The files that take longest on one worker (measured: `pytest --durations`), started first: with
+# `--dist loadfile` a file stays on one worker, and a long file handed out last leaves the other worker idle.
+LONGEST_FIRST = ("tests/test_colab_start.py", "tests/test_site.py", "tests/test_doctor.py",
+                 "book/09_training.ipynb", "book/02_bahdanau_attention.ipynb", "book/07_encoder.ipynb",
+                 "book/08_decoder.ipynb", "tests/test_workshop.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    root = Path(str(config.rootpath))
+
+    def rank(item) -> int:
+        try:
+            where = Path(str(item.path)).resolve().relative_to(root).as_posix()
+        except ValueError:
+            return len(LONGEST_FIRST)
+        return LONGEST_FIRST.index(where) if where in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: the order within a file, and of the other files, is kept

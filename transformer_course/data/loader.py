@@ -11,11 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
-from torch.utils.data import DataLoader, Sampler
 
 from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
 from .batching import Seq2SeqDataset, bucket_batches, make_numpy_batch
 from .vocab import PAD_ID, Vocab
+
+# (imported by `import torch`; a bare `from torch.utils.data import ...` would bypass _optional's message)
+DataLoader, Sampler = torch.utils.data.DataLoader, torch.utils.data.Sampler
 
 __all__ = ["Batch", "BucketBatchSampler", "collate", "make_dataloader"]
 

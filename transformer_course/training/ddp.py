@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import os
 
-import torch.distributed as dist
-
 from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
+
+dist = torch.distributed  # (imported by `import torch`; a bare `import torch.distributed` would bypass _optional)
 
 __all__ = ["launched_by_torchrun", "setup_distributed", "cleanup_distributed", "is_main_process"]
 

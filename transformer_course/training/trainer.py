@@ -31,8 +31,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch.distributed as dist
-from torch import nn
 from tqdm.auto import tqdm
 
 from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
@@ -46,6 +44,9 @@ from ..utils import set_seed
 from .checkpoint import average_state_dicts, check_vocabs, load_checkpoint, save_checkpoint, set_rng_state, unwrap_model
 from .evaluate import evaluate
 from .schedule import make_scheduler
+
+# (imported by `import torch`; bare `import torch.distributed` would bypass _optional's message)
+dist, nn = torch.distributed, torch.nn
 
 __all__ = ["train", "TrainState", "train_step", "evaluate_and_checkpoint", "transformer_logits",
            "TrainingDiverged", "distributed_info"]
