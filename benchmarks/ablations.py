@@ -68,7 +68,7 @@ def run_variant(name: str, steps: int, seed: int, max_number: int) -> dict:
     train_loader = make_dataloader(data.train, src_vocab, tgt_vocab, batch_size=train_config.batch_size, seed=seed)
     val_loader = make_dataloader(data.val, src_vocab, tgt_vocab, batch_size=256, shuffle=False)
     start = time.perf_counter()
-    train(model, train_loader, None, train_config, src_vocab=src_vocab, tgt_vocab=tgt_vocab, progress=False)
+    train(model, train_loader, train_config, callbacks=[])
     train_s = time.perf_counter() - start
     val = evaluate(model, val_loader)
     test = evaluate_pairs(model, data.test, src_vocab, tgt_vocab)

@@ -111,8 +111,8 @@ def run_training(args) -> list[tuple[str, str]]:
                   f"dropout={config.dropout}"),
         ("training", f"{len(history['step'])} steps x {args.batch_size} sequences, final loss "
                      f"{np.mean(history['loss'][-20:]):.4f}"),
-        ("training time", f"{history['seconds']:.1f} s "
-                          f"({1000 * history['seconds'] / len(history['step']):.1f} ms/step)"),
+        ("training time", f"{history['time_s']:.1f} s "
+                          f"({1000 * history['time_s'] / len(history['step']):.1f} ms/step)"),
         ("held-out sequences", f"{len(held_out)} (never in training)"),
         ("held-out token accuracy (greedy)", f"{100 * acc:.2f} %"),
         ("held-out exact match", f"{100 * exact:.2f} %"),

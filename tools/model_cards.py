@@ -91,9 +91,16 @@ def card(info: dict) -> str:
     errors = test.get("errors", [])
     lines += ["", "**Known errors** on the held-out numbers: "
               + ("; ".join(f'"{s}" → "{o}" (not "{t}")' for s, o, t in errors) if errors else "none.")]
+    command = meta["command"]
+    if "stop_when_perfect" not in train:
+        # trained before the stop rule existed: a fixed max_steps; these flags turn the rule off today
+        command += f" --max-steps {train['max_steps']} --train-set stop_when_perfect=0"
+        lines += ["", f"This model was trained before the stop rule (`STOP_RULES` in `config.py`): for a fixed "
+                  f"{train['max_steps']:,} steps. Its command, run today, would stop by the rule; the flags added "
+                  "below train the recipe that made it."]
     lines += ["", "Reproduce (same torch version and thread count: the same weights, bit for bit; other versions, "
               "thread counts or machines give slightly different weights, so another hash, and about the same "
-              "scores):", "", "```", meta["command"], "```"]
+              "scores):", "", "```", command, "```"]
     return "\n".join(lines) + "\n"
 
 

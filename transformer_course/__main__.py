@@ -26,7 +26,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from .config import MODEL_PRESETS, TRAIN_PRESETS, ModelConfig, TrainConfig, get_preset, get_train_preset
+from .config import MODEL_PRESETS, MONITORS, TRAIN_PRESETS, ModelConfig, TrainConfig, get_preset, train_recipe
 
 PROG = "transformer-course"
 TASK_CHOICES = ("numbers", "copy", "reverse", "sort", "tsv")
@@ -328,22 +328,20 @@ def _check_resume(path: Path, model_config: ModelConfig, src_vocab, tgt_vocab) -
                          "same --preset and --set flags as the run, or start a new run in another --out")
 
 
-# The course recipe's 3000 steps see the numbers up to 9,999 about 20 times, but those up to 99,999 only 1.4
-# times: every held-out number is then right, yet the rarest decision is not learned in any seed (German "null",
-# the only number word with a doubled letter: stop after the second "l"). Twice the steps learn it; chapter 9
-# and benchmarks/bench_german_zero.py measure both over three seeds.
-LARGE_NUMBERS, LARGE_NUMBERS_STEPS = 9999, 6000
-
-
-def _default_max_steps(train_preset: str, spec: dict, train_overrides: dict) -> str | None:
-    """Give the course recipe LARGE_NUMBERS_STEPS on numbers above LARGE_NUMBERS unless the steps were chosen
-    (fills train_overrides); returns the line the run prints, or None when nothing was changed."""
-    if ("max_steps" in train_overrides or train_preset != "course" or spec["task"] != "numbers"
-            or spec["max_number"] <= LARGE_NUMBERS):
-        return None
-    train_overrides["max_steps"] = LARGE_NUMBERS_STEPS
-    return (f"steps: {LARGE_NUMBERS_STEPS}, the default for numbers above {LARGE_NUMBERS:,} (--max-steps to "
-            "choose)")
+def resolve_train_config(args, spec: dict) -> TrainConfig:
+    """The recipe of `train`: `config.train_recipe(preset, task)` (the preset, then the task's stop rule) with
+    the flags on top. A notebook or a benchmark calling train_recipe with the same names trains the same recipe."""
+    overrides = _parse_overrides(TrainConfig, args.train_set, "--train-set")
+    for name in ("max_steps", "max_minutes", "batch_size", "precision", "seed", "monitor"):
+        if getattr(args, name) is not None:
+            overrides[name] = getattr(args, name)
+    if args.compile:
+        overrides["compile"] = True
+    overrides["device"] = args.device
+    preset = args.train_preset or (args.preset if args.preset in TRAIN_PRESETS else
+                                   "paper" if args.preset.startswith("paper") else "course")
+    with user_errors("--train-set: "):
+        return train_recipe(preset, spec["task"], **overrides)
 
 
 def cmd_train(args) -> int:
@@ -351,20 +349,9 @@ def cmd_train(args) -> int:
 
     mode = _check_out(args)
     export = _check_export(args.export)
-    train_overrides = _parse_overrides(TrainConfig, args.train_set, "--train-set")
     model_overrides = _parse_overrides(ModelConfig, args.set, "--set")
-    for name in ("max_steps", "max_minutes", "batch_size", "precision", "seed"):
-        if getattr(args, name) is not None:
-            train_overrides[name] = getattr(args, name)
-    if args.compile:
-        train_overrides["compile"] = True
-    train_overrides["device"] = args.device
-    train_preset = args.train_preset or (args.preset if args.preset in TRAIN_PRESETS else
-                                         "paper" if args.preset.startswith("paper") else "course")
     spec = _data_args(args)
-    steps_note = _default_max_steps(train_preset, spec, train_overrides)
-    with user_errors("--train-set: "):
-        train_config = get_train_preset(train_preset).replace(**train_overrides)
+    train_config = resolve_train_config(args, spec)
     data = _make_data(spec)
     src_vocab, tgt_vocab = data.build_vocabs()
     with user_errors("--set: "):
@@ -379,8 +366,9 @@ def cmd_train(args) -> int:
     from .data.loader import make_dataloader
     from .training.checkpoint import build_model, export_pretrained, save_checkpoint
     from .training.ddp import cleanup_distributed, setup_distributed
-    from .training.evaluate import evaluate_task
-    from .training.trainer import train
+    from .training.evaluate import evaluate_task, make_evaluator
+    from .training.history import describe_stop_rule
+    from .training.trainer import ProgressBar, train
     from .utils import atomic_write_text, set_seed
 
     threads_before = torch.get_num_threads()
@@ -388,6 +376,7 @@ def cmd_train(args) -> int:
         torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)                   # denormal Adam moments are very slow on CPUs
     rank, world_size, device = setup_distributed(train_config.device)
+    train_config = train_config.replace(device=str(device))   # under torchrun: this process's GPU
     try:
         set_seed(train_config.seed)
         model = build_model(model_config)
@@ -408,20 +397,21 @@ def cmd_train(args) -> int:
                   f"vocabularies {len(src_vocab)} / {len(tgt_vocab)}; device {device}"
                   + (f" x {world_size} processes" if world_size > 1 else "")
                   + (f"; resuming from {out / 'last.pt'}" if mode == "resume" else ""), flush=True)
-            if steps_note:
-                print(steps_note, flush=True)
+            print(f"stop rule: {describe_stop_rule(train_config)}", flush=True)
 
         def report(event: dict) -> None:
             if event["event"] == "eval" and rank == 0:
                 extra = f", exact match {event['exact_match']:.4f}" if "exact_match" in event else ""
+                extra += f", coverage {event['coverage']:.4f}" if "coverage" in event else ""
                 print(f"step {event['step']}: val loss {event['loss']:.4f}, token accuracy "
                       f"{event['token_accuracy']:.4f}{extra}", flush=True)
 
         try:
-            history = train(model, train_loader, val_loader, train_config, src_vocab=src_vocab, tgt_vocab=tgt_vocab,
-                            out_dir=out, resume_from=out / "last.pt" if mode == "resume" else None, device=device,
-                            progress=False if args.no_progress else None, monitor=args.monitor,
-                            eval_generate=args.monitor in ("exact_match", "bleu"), callbacks=[report])
+            evaluate_fn = make_evaluator(val_loader, train_config, (src_vocab, tgt_vocab),
+                                         data.coverage) if val_loader is not None else None
+            history = train(model, train_loader, train_config, evaluate_fn=evaluate_fn, vocabs=(src_vocab, tgt_vocab),
+                            out_dir=out, resume_from=out / "last.pt" if mode == "resume" else None,
+                            callbacks=[report] + ([] if args.no_progress else [ProgressBar()]))
         except KeyboardInterrupt:
             if rank == 0:
                 print(f"{PROG}: interrupted; {out / 'last.pt'} holds the last evaluation point: continue with "
@@ -644,8 +634,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--train-set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a TrainConfig field, e.g. --train-set warmup_steps=400 (repeatable)")
     m.add_argument("--max-steps", type=_int_at_least(1), default=None,
-                   help=f"optimiser steps (default: the training preset's; {LARGE_NUMBERS_STEPS} with the course "
-                        f"recipe on numbers above {LARGE_NUMBERS:,})")
+                   help="the most optimiser steps (default: the task's stop rule's or the training preset's); "
+                        "the task's stop rule may end training sooner")
     m.add_argument("--max-minutes", type=_minutes, default=None, metavar="M",
                    help="stop training after M minutes (then average and evaluate as usual); the result depends "
                         "on the machine's speed, so it is not reproducible")
@@ -654,8 +644,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default=None)
     m.add_argument("--compile", action="store_true", help="torch.compile the model")
     m.add_argument("--seed", type=_int_at_least(0), default=None)
-    m.add_argument("--monitor", default="loss", choices=("loss", "token_accuracy", "exact_match", "bleu"),
-                   help="validation metric for best.pt and early stopping (default: %(default)s)")
+    m.add_argument("--monitor", default=None, choices=MONITORS,
+                   help="validation metric for best.pt and patience (default: the task's stop rule's)")
     m.add_argument("--device", type=_device_name, default="auto",
                    help="auto (cuda > mps > cpu), cpu, cuda, cuda:1, mps (default: %(default)s)")
     m.add_argument("--threads", type=_int_at_least(1), default=None, help="torch CPU threads")

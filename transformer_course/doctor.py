@@ -411,11 +411,10 @@ def check_training(steps: int = 40) -> Check:
     src_vocab, tgt_vocab = data.build_vocabs()
     config = get_preset("tiny").replace(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab))
     model = Transformer(config)
-    recipe = get_train_preset("tiny").replace(max_steps=steps, eval_every=steps, warmup_steps=10, batch_size=32)
+    recipe = get_train_preset("tiny").replace(max_steps=steps, eval_every=steps, warmup_steps=10, batch_size=32,
+                                              device="cpu")
     started = time.perf_counter()
-    history = train(model, make_dataloader(data.train, src_vocab, tgt_vocab, batch_size=32),
-                    make_dataloader(data.val, src_vocab, tgt_vocab, batch_size=64, shuffle=False), recipe,
-                    src_vocab=src_vocab, tgt_vocab=tgt_vocab, device="cpu", progress=False)
+    history = train(model, make_dataloader(data.train, src_vocab, tgt_vocab, batch_size=32), recipe, callbacks=[])
     seconds = time.perf_counter() - started
     return training_verdict(steps, seconds, float(history["loss"][0]), float(history["loss"][-1]))
 

@@ -73,8 +73,7 @@ def test_sampler_skip_resumes_mid_epoch(data):
     loader = make_dataloader(d.train, sv, tv, batch_size=16, seed=5)
     loader.batch_sampler.set_epoch(1)
     full = [b.index.tolist() for b in loader]
-    loader.batch_sampler.set_epoch(1)
-    loader.batch_sampler.skip = 4
+    loader.batch_sampler.set_epoch(1, skip=4)
     assert [b.index.tolist() for b in loader] == full[4:]
     assert [b.index.tolist() for b in loader] == full     # skip applies once
 

@@ -39,4 +39,4 @@ def test_train_numpy_stops_on_callback_and_on_exhausted_data():
     assert history["step"] == [1, 2, 3] and history["stop_reason"] == "callback"
     few = [next(gen) for _ in range(2)]
     history = train_numpy(params, config, few, TrainConfig(max_steps=10, warmup_steps=2))
-    assert len(history["loss"]) == 2 and history["stop_reason"] == "data exhausted"
+    assert len(history["loss"]) == 2 and history["stop_reason"] == "data_exhausted"

@@ -52,5 +52,18 @@ def loaders(toy):
 
 
 @pytest.fixture
+def run(loaders):
+    """train(model, config, ...) on the toy loaders, evaluated on the validation loader, no progress bar."""
+    from transformer_course.training.evaluate import make_evaluator
+    from transformer_course.training.trainer import train
+
+    def run_(model, config, **kwargs):
+        train_loader, val_loader = loaders()
+        kwargs.setdefault("evaluate_fn", make_evaluator(val_loader, config))
+        return train(model, train_loader, config, callbacks=kwargs.pop("callbacks", []), **kwargs)
+    return run_
+
+
+@pytest.fixture
 def tiny_config():
     return get_train_preset("tiny").replace(device="cpu", eval_every=5)

@@ -16,7 +16,6 @@ from transformer_course.training.checkpoint import (
     model_from_checkpoint,
     save_checkpoint,
 )
-from transformer_course.training.trainer import train
 
 
 def test_round_trip(make_model, toy, tmp_path):
@@ -72,23 +71,20 @@ def test_not_a_checkpoint(tmp_path):
         load_checkpoint(tmp_path / "missing.pt")
 
 
-def test_vocabulary_mismatch_is_a_clear_error(make_model, loaders, tiny_config, toy, tmp_path):
+def test_vocabulary_mismatch_is_a_clear_error(make_model, run, tiny_config, toy, tmp_path):
     _, sv, tv = toy
-    model = make_model()
-    train(model, *loaders(), tiny_config.replace(max_steps=2), src_vocab=sv, tgt_vocab=tv, out_dir=tmp_path,
-          progress=False)
+    run(make_model(), tiny_config.replace(max_steps=2), vocabs=(sv, tv), out_dir=tmp_path)
     other = Vocab(list(reversed(tv.itos[4:])), tokenizer="char")          # same size, other ids
     with pytest.raises(ValueError, match=r"tgt_vocab: the checkpoint .* different vocabulary .* first difference"):
-        train(make_model(), *loaders(), tiny_config, src_vocab=sv, tgt_vocab=other,
-              resume_from=tmp_path / "last.pt", progress=False)
+        run(make_model(), tiny_config, vocabs=(sv, other), resume_from=tmp_path / "last.pt")
     with pytest.raises(ValueError, match="src_vocab"):
         check_vocabs(load_checkpoint(tmp_path / "last.pt"), Vocab.build(["zz"], "char"), None)
 
 
-def test_resume_with_other_model_config_fails(make_model, loaders, tiny_config, tmp_path):
-    train(make_model(), *loaders(), tiny_config.replace(max_steps=2), out_dir=tmp_path, progress=False)
+def test_resume_with_other_model_config_fails(make_model, run, tiny_config, tmp_path):
+    run(make_model(), tiny_config.replace(max_steps=2), out_dir=tmp_path)
     with pytest.raises(ValueError, match="resume_from"):
-        train(make_model(d_ff=64), *loaders(), tiny_config, resume_from=tmp_path / "last.pt", progress=False)
+        run(make_model(d_ff=64), tiny_config, resume_from=tmp_path / "last.pt")
 
 
 def test_average_state_dicts():

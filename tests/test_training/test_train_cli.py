@@ -72,19 +72,18 @@ def test_train_with_a_position_term_in_attention(positional, tmp_path, capsys):
     assert capsys.readouterr().out.strip()              # one line of output (untrained: any words)
 
 
-@pytest.mark.parametrize("train_preset, task, max_number, overrides, expected", [
-    ("course", "numbers", 99_999, {}, 6000),               # above 9,999: twice the course recipe's steps
-    ("course", "numbers", 9_999, {}, None),                # the course recipe as it is
-    ("course", "numbers", 99_999, {"max_steps": 1200}, 1200),  # --max-steps wins
-    ("tiny", "numbers", 99_999, {}, None),                 # another recipe keeps its own steps
-    ("course", "reverse", 99_999, {}, None),
+@pytest.mark.parametrize("flags, preset, task, overrides", [
+    (["--task", "numbers", "--max-number", "99999"], "course", "numbers", {}),
+    (["--task", "reverse"], "course", "reverse", {}),
+    (["--preset", "tiny", "--max-steps", "1200"], "tiny", "numbers", {"max_steps": 1200}),
+    (["--preset", "paper-base", "--task", "sort"], "paper", "sort", {}),
+    (["--train-set", "patience=2", "--monitor", "loss", "--seed", "3"], "course", "numbers",
+     {"patience": 2, "monitor": "loss", "seed": 3}),
 ])
-def test_numbers_above_9999_train_twice_as_long_by_default(train_preset, task, max_number, overrides, expected):
-    from transformer_course.__main__ import LARGE_NUMBERS_STEPS, _default_max_steps
-    chosen = dict(overrides)
-    note = _default_max_steps(train_preset, {"task": task, "max_number": max_number}, chosen)
-    assert chosen.get("max_steps") == expected
-    if chosen == overrides:                             # nothing changed: the run prints nothing about steps
-        assert note is None
-    else:                                               # the run says what it chose and how to choose otherwise
-        assert f"steps: {LARGE_NUMBERS_STEPS}" in note and "--max-steps" in note
+def test_the_command_line_trains_the_recipe_the_api_names(flags, preset, task, overrides, tmp_path):
+    """`train` resolves its TrainConfig as `train_recipe(preset, task, **flags)`: what a notebook or a
+    benchmark gets by calling train_recipe with the same names (the preset, then the task's stop rule)."""
+    from transformer_course.__main__ import _data_args, build_parser, resolve_train_config
+    from transformer_course.config import train_recipe
+    args = build_parser().parse_args(["train", *flags, "--out", str(tmp_path / "run")])
+    assert resolve_train_config(args, _data_args(args)) == train_recipe(preset, task, **overrides)

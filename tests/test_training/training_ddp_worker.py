@@ -28,8 +28,8 @@ def run(out: str | None, global_batch: int, steps: int) -> dict:
         loader = make_dataloader(data.train, src_vocab, tgt_vocab, batch_size=per_process, seed=0, rank=rank,
                                  world_size=world_size)
         config = get_train_preset("tiny").replace(batch_size=per_process, max_steps=steps, warmup_steps=4,
-                                                  device="cpu")
-        history = train(model, loader, None, config, device=device, progress=False)
+                                                  device=str(device))
+        history = train(model, loader, config, callbacks=[])
         if rank == 0 and out:
             torch.save({"model": model.state_dict(), "loss": history["loss"]}, out)
         return {"model": model.state_dict(), "loss": history["loss"]}

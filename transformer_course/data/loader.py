@@ -61,8 +61,8 @@ class BucketBatchSampler(Sampler):
 
     `batch_size` is per process; with `num_replicas` processes the global batch has
     batch_size * num_replicas sequences and process `rank` yields its contiguous slice of each.
-    `set_epoch(e)` picks the epoch's order; `skip` batches are skipped once at the start of the next
-    iteration (how a resumed run continues mid-epoch).
+    `set_epoch(e, skip=n)` picks the epoch's order; its next iteration starts after the first n batches (how a
+    resumed run continues mid-epoch).
     """
 
     def __init__(self, lengths: Sequence[int], batch_size: int, shuffle: bool = True, seed: int = 0,
@@ -75,8 +75,8 @@ class BucketBatchSampler(Sampler):
         self.epoch = 0
         self.skip = 0
 
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
+    def set_epoch(self, epoch: int, skip: int = 0) -> None:
+        self.epoch, self.skip = epoch, skip
 
     def _global_batches(self) -> list[list[int]]:
         batches = bucket_batches(self.lengths, self.batch_size * self.num_replicas, self.shuffle, self.seed,

@@ -27,8 +27,8 @@ from ..torch.loss import cross_entropy
 from ..utils import eval_mode
 
 __all__ = ["exact_match", "token_accuracy", "perplexity", "corpus_bleu", "corpus_chrf", "strip_eos",
-           "generate_ids", "evaluate", "translate", "evaluate_pairs", "exact_match_by_stratum", "evaluate_task",
-           "MIN_STRATUM", "LAG"]
+           "generate_ids", "evaluate", "make_evaluator", "translate", "evaluate_pairs", "exact_match_by_stratum",
+           "evaluate_task", "MIN_STRATUM", "LAG"]
 
 MIN_STRATUM = 20      # a stratum is reported on its own when it holds at least this many pairs
 LAG = 0.02            # a stratum lags when its exact match is this far below the overall one
@@ -182,6 +182,29 @@ def evaluate(model, loader: Iterable, tgt_vocab: Vocab | None = None, *, generat
             metrics["bleu"], metrics["bleu_signature"] = corpus_bleu([tgt_vocab.decode(h) for h in hyps],
                                                                      [tgt_vocab.decode(r) for r in refs])
     return metrics
+
+
+def make_evaluator(val_loader: Iterable, config, vocabs: tuple[Vocab, Vocab] | None = None,
+                   coverage: Sequence[tuple[str, str]] = ()):
+    """The `evaluate_fn` that `train` calls at each evaluation point: `evaluate` on `val_loader` (teacher-forced
+    loss, perplexity, token accuracy), with greedy exact match (and BLEU, given `vocabs`) when `config.monitor`
+    or `config.stop_when_perfect` needs generated output, and "coverage" (the share of the must-know `coverage`
+    pairs translated right; needs `vocabs`), which the stop rule watches too. Returns numbers only."""
+    generate = config.monitor in ("exact_match", "bleu") or config.stop_when_perfect > 0
+    src_vocab, tgt_vocab = vocabs or (None, None)
+    if coverage and vocabs is None:
+        raise ValueError("vocabs: expected (source, target) vocabularies to translate the coverage pairs, got None")
+
+    def evaluate_fn(model) -> dict:
+        metrics = evaluate(model, val_loader, tgt_vocab, generate=generate, precision=config.precision)
+        metrics.pop("hypotheses", None)
+        metrics.pop("bleu_signature", None)
+        if coverage:
+            outputs = translate(model, [s for s, _ in coverage], src_vocab, tgt_vocab)
+            metrics["coverage"] = sum(o == t for o, (_, t) in zip(outputs, coverage)) / len(coverage)
+        return metrics
+
+    return evaluate_fn
 
 
 @torch.no_grad()

@@ -16,6 +16,7 @@ from ..config import ModelConfig, TrainConfig
 from ..numpy.loss import cross_entropy_backward, cross_entropy_forward
 from ..numpy.optim import Adam, clip_grad_norm, noam_lr
 from ..numpy.transformer import transformer_backward, transformer_forward
+from .history import new_history
 
 __all__ = ["train_step", "train_numpy"]
 
@@ -45,13 +46,14 @@ def train_numpy(params: dict, config: ModelConfig, batches: Iterable[tuple[np.nd
     `callback(step, {"loss", "lr", "grad_norm"})` may return True to stop early. Pass your own `optimizer`
     to continue a previous run (its step count continues the schedule).
 
-    Returns the history {"step", "loss", "lr", "grad_norm": lists, "seconds": float, "stop_reason": str}.
+    Returns the history of `history.py`, as the PyTorch trainer does ("eval" stays empty: this trainer does not
+    evaluate), with stop_reason "max_steps", "data_exhausted" or "callback".
     """
     tc = train_config
     rng = rng if rng is not None else np.random.default_rng(tc.seed)
     if optimizer is None:
         optimizer = Adam(params, lr=0.0, betas=(tc.adam_beta1, tc.adam_beta2), eps=tc.adam_eps)
-    history = {"step": [], "loss": [], "lr": [], "grad_norm": [], "seconds": 0.0, "stop_reason": "max_steps"}
+    history = {**new_history(), "stop_reason": "max_steps"}
     start = time.perf_counter()
     iterator = iter(batches)
     bar = tqdm(total=tc.max_steps, disable=not progress, desc="numpy train", leave=False)
@@ -60,7 +62,7 @@ def train_numpy(params: dict, config: ModelConfig, batches: Iterable[tuple[np.nd
             try:
                 src, tgt_in, tgt_out = next(iterator)
             except StopIteration:
-                history["stop_reason"] = "data exhausted"
+                history["stop_reason"] = "data_exhausted"
                 break
             step = optimizer.t + 1
             lr = noam_lr(step, config.d_model, tc.warmup_steps, tc.lr_factor)
@@ -77,5 +79,5 @@ def train_numpy(params: dict, config: ModelConfig, batches: Iterable[tuple[np.nd
                 break
     finally:
         bar.close()
-    history["seconds"] = time.perf_counter() - start
+    history["time_s"] = time.perf_counter() - start
     return history
