@@ -17,9 +17,6 @@ import platform
 import statistics
 import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 
 def _set_blas_threads(argv: list[str]) -> None:

@@ -5,10 +5,14 @@
 - Without nbval, the `--nbval ...` options of pytest's configuration (pyproject.toml) are accepted and
   ignored. With nbval installed this does nothing.
 - The files that take longest start first, so that two workers end together.
+- The repository's tools/ package is importable as `tools`, loaded from its path: the tests never put the
+  checkout on sys.path (a leg of the matrix tests the installed wheel, which the checkout's transformer_course/
+  would shadow).
 """
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +20,12 @@ import pytest
 HERE = Path(__file__).resolve().parent
 TORCH_FOLDERS = ("test_torch", "test_parity", "test_training")
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
+
+if "tools" not in sys.modules:
+    _spec = importlib.util.spec_from_file_location("tools", HERE.parent / "tools" / "__init__.py",
+                                                   submodule_search_locations=[str(HERE.parent / "tools")])
+    sys.modules["tools"] = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(sys.modules["tools"])
 
 
 class _SkippedFolder(pytest.Directory):

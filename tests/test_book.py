@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+from tools import check_notebooks
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import check_notebooks  # noqa: E402  (tools/ is not a package)
 
 # The course's chapter order, the order of _toc.yml: file stems start with their number.
 CHAPTER_ORDER = ["attention_history", "bahdanau", "general_attention", "self_attention", "multi_head",

@@ -6,14 +6,13 @@ the check finds what it should (a contradiction planted in a copy of a page) and
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from tools import check_prose
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import check_prose  # noqa: E402  (tools/ is not a package)
 
 PAGES = check_prose.book_pages()
 

@@ -12,17 +12,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 yaml = pytest.importorskip("yaml")
 markdown_it = pytest.importorskip("markdown_it")
 dollarmath = pytest.importorskip("mdit_py_plugins.dollarmath")
 pytest.importorskip("myst_nb")
-import course_colab  # noqa: E402
-
-import colab  # noqa: E402  (tools/ is not a package)
+from tools import book, colab, course_colab  # noqa: E402
 
 FIX = "run `python3 tools/run.py colab` and commit colab/"
-CHAPTERS = [docname for docname in colab.toc_docnames() if (ROOT / f"{docname}.ipynb").exists()]
+CHAPTERS = [docname for docname in book.toc_docnames() if (ROOT / f"{docname}.ipynb").exists()]
 # what MyST leaves in CommonMark's rendering when it is not converted
 _LEFTOVER_TEXT = re.compile(r"\{(cite|numref|ref|eq|doc|glue|term|download)[\w:-]*\}|^\([\w.:-]+\)=|:::|\{\{")
 
@@ -83,10 +80,10 @@ def test_committed_colab_notebooks_are_up_to_date(tmp_path):
 
 def _theme_colab_url(docname: str) -> str:
     """The Colab URL sphinx-book-theme builds for a page (header_buttons/launch.py), from _config.yml."""
-    config = colab.load_config()
+    config = book.load_config()
     org, repo = config["repository"]["url"].rstrip("/").split("github.com/")[1].split("/")[:2]
-    book = config["repository"].get("path_to_book", "").strip("/")
-    path = f"{book}/{docname}" if book else docname
+    book_path = config["repository"].get("path_to_book", "").strip("/")
+    path = f"{book_path}/{docname}" if book_path else docname
     colab_url = config["launch_buttons"]["colab_url"].strip("/")
     return f"{colab_url}/github/{org}/{repo}/blob/{config['repository']['branch']}/{path}.ipynb"
 
@@ -99,8 +96,8 @@ def _committed(paths: list[str]) -> set[str]:
 
 
 def test_every_chapter_colab_button_opens_a_committed_copy():
-    config = colab.load_config()
-    assert "course_colab" in config["sphinx"]["local_extensions"], "_config.yml must load tools/course_colab.py"
+    config = book.load_config()
+    assert "tools.course_colab" in config["sphinx"]["local_extensions"], "_config.yml must load tools/course_colab.py"
     assert course_colab.COLAB_DIR in config["exclude_patterns"], "the book build must skip colab/"
     branch = config["repository"]["branch"]
     targets = {}
@@ -172,7 +169,7 @@ def test_no_solution_runs_and_every_stub_and_check_stays(docname):
 
 def _release_url() -> str:
     """What every Colab copy's install cell installs: the repository at the tag of pyproject.toml's version."""
-    return course_colab.package_url(colab.load_config()["repository"]["url"], course_colab.project_version())
+    return course_colab.package_url(book.load_config()["repository"]["url"], course_colab.project_version())
 
 
 def test_every_colab_copy_installs_the_current_release():
@@ -209,7 +206,7 @@ def _git(repo: Path, *args: str) -> str:
 def test_release_tags_only_a_clean_tree_whose_copies_install_the_version(tmp_path, capsys, monkeypatch):
     """`python3 tools/run.py release` in a throwaway repository: refused while the tree is dirty or a copy
     installs another version, then the annotated tag `v{version}` and the push command."""
-    run = pytest.importorskip("run")
+    run = pytest.importorskip("tools.run")
     if subprocess.run(["git", "--version"], capture_output=True).returncode != 0:
         pytest.skip("no git")
     for variable in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):

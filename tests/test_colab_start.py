@@ -20,17 +20,14 @@ from pathlib import Path
 
 import pytest
 
+from tools import execute_notebooks, run
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import execute_notebooks  # noqa: E402  (tools/ is not a package)
-import run  # noqa: E402
 
 for _module in ("nbclient", "nbformat", "ipykernel", "setuptools"):  # the book's and the build's tools
     pytest.importorskip(_module)
 import nbformat  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "tests"))
-import widget_probe  # noqa: E402  (tests/ is not a package)
+import widget_probe  # noqa: E402  (tests/, on sys.path as pytest's rootdir-less test folder)
 
 import transformer_course  # noqa: E402
 from transformer_course import versions  # noqa: E402

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tools import book
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import run  # noqa: E402  (tools/ is not a package)
 
 pytest.importorskip("jupyter_book")
 
@@ -40,7 +40,7 @@ def _text(html: str) -> str:
 
 def test_hidden_build_has_exercises_but_no_solutions(tmp_path):
     config = tmp_path / "_config_hidden.yml"
-    config.write_text(run.hide_solutions_config((ROOT / "_config.yml").read_text()))
+    config.write_text(book.config_without_solutions())
     page = _build(tmp_path, config)
     assert 'class="exercise' in page
     assert 'class="solution' not in page

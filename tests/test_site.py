@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tools import check_site
+
 ROOT = Path(__file__).resolve().parent.parent
 HTML = ROOT / "_build" / "html"
-sys.path.insert(0, str(ROOT / "tools"))
-import check_site  # noqa: E402  (tools/ is not a package)
 
 pytest.importorskip("playwright")  # the browser check's driver (requirements.txt installs it)
 
@@ -38,7 +38,7 @@ def built_site() -> Path:
 
 def test_every_page_renders_for_a_reader(built_site):
     # Without screenshots: full-page screenshots of every page in both themes take two thirds of the check's
-    # time and assert nothing (`python tools/check_site.py` makes them for a person to look at).
+    # time and assert nothing (`python -m tools.check_site` makes them for a person to look at).
     problems, report = check_site.check_site(built_site, ROOT / "_build" / "site-check", screenshots=False)
     print("\n".join(report))
     assert not problems, "\n".join(problems)

@@ -2,8 +2,6 @@
 moving a control redraws (with ipywidgets 8 here; tests/test_colab_start.py runs the same probe with Colab's
 ipywidgets 7.7.1, and the "floors" leg of the matrix runs this file with 7.7.1)."""
 import importlib.util
-import sys
-from pathlib import Path
 
 import matplotlib
 
@@ -11,12 +9,9 @@ matplotlib.use("Agg")  # tests only; notebooks keep the inline backend
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+import widget_probe
 
 from transformer_course.viz import widgets as w
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import widget_probe
 
 
 def _close(fig):

@@ -6,18 +6,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 pytest.importorskip("jupyter_book")
 pytest.importorskip("myst_nb")
-import check_site  # noqa: E402  (tools/ is not a package)
-import workshop  # noqa: E402
+from tools import check_site, workshop  # noqa: E402
 
 CHAPTERS = ["03_general_attention", "06_positional_encoding"]
 

@@ -11,8 +11,8 @@ Checks, per notebook:
 - file size under 2 MB;
 - widget outputs come with saved widget state and a static figure in the same or the next code cell.
 
-    python tools/check_notebooks.py                   # every notebook in book/
-    python tools/check_notebooks.py --fix-colab-cell book/NAME.ipynb   # insert/refresh the install cell
+    python -m tools.check_notebooks                   # every notebook in book/
+    python -m tools.check_notebooks --fix-colab-cell book/NAME.ipynb   # insert/refresh the install cell
 """
 from __future__ import annotations
 
@@ -22,19 +22,11 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from .book import ROOT, repository_url
+
 MAX_BYTES = 2 * 1024 * 1024
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.])(/work/|/home/|/root/|/tmp/|/Users/|[A-Z]:\\\\Users)")
-
-
-def repository_url() -> str:
-    """The repository URL from _config.yml (read without a YAML library: the file is ours and simple)."""
-    text = (ROOT / "_config.yml").read_text()
-    match = re.search(r"^repository:\s*\n(?:[ \t]+.*\n)*?[ \t]+url:\s*(\S+)", text, flags=re.MULTILINE)
-    if not match:
-        raise ValueError("_config.yml: no `repository: url:` entry found")
-    return match.group(1).strip("\"'")
 
 
 def colab_cell_source(url: str) -> str:
@@ -90,10 +82,10 @@ def check_notebook(path: Path, url: str | None = None) -> list[str]:
     counts = [c.get("execution_count") for c in code]
     if any(n is None for n in counts):
         missing = [i for i, n in enumerate(counts) if n is None]
-        problems.append(f"{name}: code cells {missing} were never executed (run tools/execute_notebooks.py)")
+        problems.append(f"{name}: code cells {missing} were never executed (run python3 tools/run.py notebooks)")
     elif counts != list(range(1, len(counts) + 1)):
         problems.append(f"{name}: execution counts {counts} are not 1..{len(counts)}: not executed top to "
-                        "bottom in a fresh kernel (run tools/execute_notebooks.py)")
+                        "bottom in a fresh kernel (run python3 tools/run.py notebooks)")
     if not any("set_seed(" in _source(c) for c in code[:3]):
         problems.append(f"{name}: seeds are not set: call set_seed(...) in one of the first code cells")
     has_widget = False
@@ -116,7 +108,7 @@ def check_notebook(path: Path, url: str | None = None) -> list[str]:
                                     "or the next code cell (the website shows no live widgets)")
     if has_widget and "application/vnd.jupyter.widget-state+json" not in nb.get("metadata", {}).get("widgets", {}):
         problems.append(f"{name}: widgets are shown but no widget state is saved (execute with "
-                        "tools/execute_notebooks.py)")
+                        "python3 tools/run.py notebooks)")
     return problems
 
 

@@ -15,8 +15,8 @@ Glued values (`{glue:text}` roles, filled in from the outputs when the site is b
 the source, so they always pass. Inline code, citations, cross-references, links, section numbers ("§11.4",
 "Section 3.4") and version numbers ("2.13.0", "Python 3.10") are not figures and are skipped.
 
-    python tools/check_prose.py                       # every chapter notebook and page in book/
-    python tools/check_prose.py book/09_training.ipynb
+    python -m tools.check_prose                       # every chapter notebook and page in book/
+    python -m tools.check_prose book/09_training.ipynb
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from check_notebooks import _output_texts, _source  # the same reading of a cell's source and outputs
+from .check_notebooks import _output_texts, _source  # the same reading of a cell's source and outputs
 
 ROOT = Path(__file__).resolve().parent.parent
 

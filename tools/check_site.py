@@ -19,7 +19,7 @@ Artefacts under OUT (default `_build/site-check/`): a screenshot per page (light
 images in the dark theme (screenshots-dark/), a contact sheet of all pages, and report.txt (page weights, the
 dark pass's image widths, problems).
 
-    python tools/check_site.py [--html _build/html] [--out _build/site-check]
+    python -m tools.check_site [--html _build/html] [--out _build/site-check]
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 """Write the Colab copy of every chapter: `colab/NAME.ipynb` from `book/NAME.ipynb` (never edit them by hand).
 
     python3 tools/run.py colab            # every notebook of _toc.yml (runs this script in .venv)
-    python tools/colab.py --out DIR       # the same, into another folder (the staleness test uses it)
+    python -m tools.colab --out DIR       # the same, into another folder (the staleness test uses it)
 
 Colab renders CommonMark with MathJax, not MyST, so each chapter's Markdown is rewritten:
 - citations become "(Vaswani et al., 2017)" linked to the website's references page (book/references.bib);
@@ -27,16 +27,15 @@ import argparse
 import json
 import re
 import sys
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 from myst_nb.core.variables import format_plain_text
+from pybtex.database import parse_string
+from pybtex.richtext import Text
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))   # tools/ is not a package
-from course_colab import COLAB_DIR, colab_path, package_url, pin_install_cell, project_version  # noqa: E402
+from .book import ROOT, load_config, site_baseurl, toc_docnames
+from .course_colab import COLAB_DIR, colab_path, package_url, pin_install_cell, project_version
 
 GLUE_PREFIX_KEY = "mime_prefix"
 _SOLUTION_START = "\x00solution-start {}\x00"
@@ -72,89 +71,27 @@ class Site:
         return f"{self.baseurl}{docname}.html" + (f"#{anchor}" if anchor else "")
 
 
-def load_config(root: Path = ROOT) -> dict:
-    return yaml.safe_load((root / "_config.yml").read_text())
-
-
-def site_baseurl(config: dict) -> str:
-    """`html.baseurl` of _config.yml, the website's public address (the one place it is written)."""
-    url = (config.get("html") or {}).get("baseurl")
-    if not url:
-        raise ValueError("_config.yml: no `html: baseurl:` (the website's address) to link to")
-    return url if url.endswith("/") else url + "/"
-
-
-def toc_docnames(root: Path = ROOT) -> list[str]:
-    """Every page of _toc.yml in order ("book/intro", "book/notation", ...)."""
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
-    names = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                names.append(entry["file"])
-            walk(entry.get("sections"))
-    for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    walk(toc.get("chapters"))
-    return [str(Path(name).with_suffix("")) for name in names]
-
-
 # ------------------------------------------------------------------------------------------------ bibliography
 
-_ACCENTS = {"'": "\u0301", '"': "\u0308", "`": "\u0300", "^": "\u0302", "~": "\u0303", "c": "\u0327",
-            "v": "\u030c", "=": "\u0304", "u": "\u0306", ".": "\u0307", "H": "\u030b", "k": "\u0328"}
-_LETTERS = {"L": "Ł", "l": "ł", "o": "ø", "O": "Ø", "ss": "ß", "aa": "å", "AA": "Å", "ae": "æ", "AE": "Æ",
-            "i": "ı"}
-
-
-def latex_to_text(text: str) -> str:
-    """BibTeX's accents and braces to plain Unicode: `Popovi{\\'c}` -> "Popović", `{\\L}ukasz` -> "Łukasz"."""
-    def accent(match):
-        return match.group(2) + _ACCENTS[match.group(1)]
-    text = re.sub(r"\\([cvuHk])\{(\w)\}", accent, text)
-    text = re.sub(r"\\(['\"`^~=.])\{?(\w)\}?", accent, text)
-    text = re.sub(r"\\(ss|aa|AA|ae|AE|[LlOoi])(?![a-zA-Z])", lambda m: _LETTERS[m.group(1)], text)
-    return unicodedata.normalize("NFC", text.replace("{", "").replace("}", "")).strip()
-
-
-def _bib_field(body: str, name: str) -> str | None:
-    """The value of field `name` in one BibTeX entry's body (braces balanced, or quotes, or a bare number)."""
-    match = re.search(rf"(?:^|,)\s*{name}\s*=\s*", body, flags=re.IGNORECASE)
-    if not match:
-        return None
-    rest = body[match.end():]
-    if rest[:1] == "{":
-        depth = 0
-        for i, char in enumerate(rest):
-            depth += (char == "{") - (char == "}")
-            if depth == 0:
-                return rest[1:i]
-    if rest[:1] == '"':
-        return rest[1:rest.index('"', 1)]
-    return re.match(r"[\w-]*", rest).group(0)
-
-
 def parse_bib(text: str) -> dict[str, tuple[str, str]]:
-    """key -> ("Vaswani et al.", "2017"): last names as cited in author-year style (1, 2 or 3+ authors)."""
+    """key -> ("Vaswani et al.", "2017"): last names as cited in author-year style (1, 2 or 3+ authors), read by
+    pybtex (the parser sphinxcontrib-bibtex uses for the website), LaTeX accents rendered as Unicode."""
+    def plain(latex: str) -> str:
+        return Text.from_latex(latex).render_as("text")
+
     entries = {}
-    for match in re.finditer(r"@\w+\s*\{\s*([^,\s]+)\s*,", text):
-        key, body = match.group(1), text[match.end():]
-        following = re.search(r"\n@\w+\s*\{", body)
-        body = body[:following.start()] if following else body
-        people = _bib_field(body, "author") or _bib_field(body, "editor") or ""
-        year = _bib_field(body, "year") or "n.d."
-        names = [name.strip() for name in re.split(r"\s+and\s+", people) if name.strip()]
-        last = [latex_to_text(name.split(",")[0] if "," in name else name.split()[-1]) for name in names]
+    for key, entry in parse_string(text, "bibtex").entries.items():
+        people = entry.persons.get("author") or entry.persons.get("editor") or []
+        last = [plain(" ".join(person.prelast_names + person.last_names)) for person in people]
         if not last:
             authors = key
         elif len(last) == 1:
             authors = last[0]
-        elif len(last) == 2 and names[1] != "others":
+        elif len(last) == 2 and last[1] != "others":
             authors = f"{last[0]} and {last[1]}"
         else:
             authors = f"{last[0]} et al."
-        entries[key] = (authors, latex_to_text(year))
+        entries[key] = (authors, plain(entry.fields.get("year", "n.d.")))
     return entries
 
 

@@ -8,10 +8,10 @@ This is the only way stored outputs are written. It
 - saves widget state (nbclient's default), so widgets can be rendered statically;
 - fails on any error, except in cells tagged `raises-exception`.
 
-    python tools/execute_notebooks.py                 # every notebook in book/
-    python tools/execute_notebooks.py book/03_*.ipynb # some of them
-    python tools/execute_notebooks.py -j 2            # two at a time
-    python tools/execute_notebooks.py --student       # the student edition of every chapter, stored nowhere
+    python -m tools.execute_notebooks                 # every notebook in book/
+    python -m tools.execute_notebooks book/03_*.ipynb # some of them
+    python -m tools.execute_notebooks -j 2            # two at a time
+    python -m tools.execute_notebooks --student       # the student edition of every chapter, stored nowhere
 
 `--student` writes the student edition (no solutions: tools/colab.py) into _build/student-run/ and runs each
 notebook top to bottom there, as a learner's *Run all* does; nothing is stored. With no solution cell run,
@@ -135,8 +135,7 @@ def run_student_edition(path: str) -> tuple[str, float]:
 
 def student_editions() -> list[str]:
     """The student edition of every chapter, written afresh into _build/student-run/."""
-    sys.path.insert(0, str(ROOT / "tools"))
-    from colab import write_colab_notebooks
+    from .colab import write_colab_notebooks
     out = ROOT / "_build" / "student-run"
     shutil.rmtree(out, ignore_errors=True)
     return [str(path) for path in write_colab_notebooks(out, ROOT, solutions=False)]

@@ -1,7 +1,7 @@
 """Write transformer_course/checkpoints/README.md, the shipped models' cards, from their .json files.
 
-    python tools/model_cards.py            # rewrite the cards after `train ... --export`
-    python tools/model_cards.py --check    # exit 1 if the README is not what the .json files say
+    python -m tools.model_cards            # rewrite the cards after `train ... --export`
+    python -m tools.model_cards --check    # exit 1 if the README is not what the .json files say
 
 Every figure in a card (hash, sizes, split, steps, time, scores per stratum, the everyday numbers, the known
 errors) is read from the metadata that `train --export` wrote next to the weights: nothing is typed by hand.
@@ -23,7 +23,7 @@ TOKENS = {"word": "words", "char": "characters"}
 HEADER = """# Shipped checkpoints
 
 Small models trained by the course's own command line, shipped so that a chapter or a workshop can translate
-without training first. Each card is written by `python tools/model_cards.py` from the model's `.json` file
+without training first. Each card is written by `python -m tools.model_cards` from the model's `.json` file
 (what `train --export` recorded): nothing in it is typed by hand. Load one with
 
 ```python
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     text = render()
     if args.check:
         if README.read_text(encoding="utf-8") != text:
-            print(f"{README} differs from its .json files: run python tools/model_cards.py", file=sys.stderr)
+            print(f"{README} differs from its .json files: run python -m tools.model_cards", file=sys.stderr)
             return 1
         return 0
     README.write_text(text, encoding="utf-8")

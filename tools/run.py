@@ -35,6 +35,15 @@ import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+if __name__ == "__main__" and not __package__:
+    # run as a script (`python3 tools/run.py`): load tools/ as the package `tools` from its own path (PEP 366), so
+    # that this file's relative imports work; nothing is added to sys.path
+    _spec = importlib.util.spec_from_file_location("tools", Path(__file__).resolve().with_name("__init__.py"),
+                                                   submodule_search_locations=[str(Path(__file__).resolve().parent)])
+    sys.modules["tools"] = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(sys.modules["tools"])
+    __package__ = "tools"
+
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 STAMP = VENV / ".tc-setup-stamp"
@@ -160,22 +169,13 @@ def setup() -> None:
     STAMP.write_text(_fingerprint())
 
 
-def hide_solutions_config(text: str) -> str:
-    """_config.yml's text with solutions switched off, usable from any folder."""
-    if "course_hide_solutions: false" not in text:
-        raise ValueError("_config.yml: expected a `course_hide_solutions: false` entry to switch")
-    text = text.replace("course_hide_solutions: false", "course_hide_solutions: true")
-    # paths in a config are relative to its own folder: point every local extension at tools/ absolutely
-    return re.sub(r"^(\s+course_\w+: )tools/", lambda m: f"{m.group(1)}{ROOT / 'tools'}/", text, flags=re.M)
-
-
 def build_book(strict: bool, hide_solutions: bool = False) -> None:
     shutil.rmtree(ROOT / "_build", ignore_errors=True)  # a clean build: stale pages can hide warnings
     cmd = [str(BIN / "jupyter-book"), "build", "."]
     if hide_solutions:  # for a workshop session: the same site with every solution left out
         config = ROOT / "_build" / "_config_hide_solutions.yml"
         config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(hide_solutions_config((ROOT / "_config.yml").read_text()))
+        stage("config without solutions", [PYTHON, "-m", "tools.book", "--without-solutions", config])
         cmd += ["--config", str(config)]
     if strict:
         cmd += ["-W", "-n", "--keep-going"]
@@ -334,9 +334,7 @@ def release(root: Path = ROOT, python: Path | str = PYTHON) -> int:
     """Tag the release that the Colab copies install: check that the working tree is clean and that every copy
     in colab/ is up to date and installs `@v{version}` (pyproject.toml's version), then create the annotated tag
     `v{version}` and print the push command. Returns the exit status."""
-    if str(ROOT / "tools") not in sys.path:
-        sys.path.insert(0, str(ROOT / "tools"))
-    from course_colab import COLAB_DIR, project_version
+    from .course_colab import COLAB_DIR, project_version
 
     version = project_version(root)
     tag = f"v{version}"
@@ -355,7 +353,7 @@ def release(root: Path = ROOT, python: Path | str = PYTHON) -> int:
         problems.append(f"no Colab copies in {COLAB_DIR}/")
     elif Path(python).exists():   # the copies as tools/colab.py writes them now (it needs .venv's packages)
         with tempfile.TemporaryDirectory() as tmp:
-            subprocess.run([str(python), str(root / "tools" / "colab.py"), "--out", tmp], cwd=root, check=True,
+            subprocess.run([str(python), "-m", "tools.colab", "--out", tmp], cwd=root, check=True,
                            capture_output=True)
             stale = [c.name for c in copies if not (Path(tmp) / c.name).exists()
                      or (Path(tmp) / c.name).read_bytes() != c.read_bytes()]
@@ -588,7 +586,7 @@ def test_isa(name: str, env: dict[str, str], jobs: int) -> None:
     stage(f"kernels forced to {name}: pytest (nbval + numerical tests)",
           [PYTHON, "-m", "pytest", "-q", "-n", str(jobs), "--dist", "loadfile", *ISA_TESTS], env=env)
     stage(f"kernels forced to {name}: student editions, top to bottom",
-          [PYTHON, "tools/execute_notebooks.py", "--student", "-j", str(jobs)], env=env)
+          [PYTHON, "-m", "tools.execute_notebooks", "--student", "-j", str(jobs)], env=env)
 
 
 def clean_env() -> dict[str, str]:
@@ -634,12 +632,12 @@ def main(argv: list[str] | None = None) -> int:
         build_book(strict=False, hide_solutions=args.hide_solutions)
         print(f"\nThe website is in {ROOT / '_build' / 'html'} (open index.html).")
     elif args.command == "notebooks":
-        stage("execute notebooks", [str(PYTHON), "tools/execute_notebooks.py", "-j", str(args.jobs), *args.paths],
+        stage("execute notebooks", [str(PYTHON), "-m", "tools.execute_notebooks", "-j", str(args.jobs), *args.paths],
               env=env)
     elif args.command == "colab":
-        stage("write Colab notebooks", [str(PYTHON), "tools/colab.py"])
+        stage("write Colab notebooks", [str(PYTHON), "-m", "tools.colab"])
     elif args.command == "workshop":
-        stage("build the workshop kit", [str(PYTHON), "tools/workshop.py"]
+        stage("build the workshop kit", [str(PYTHON), "-m", "tools.workshop"]
               + (["--chapters", *args.paths] if args.paths else []), env=env)
     elif args.command == "colab-snapshot":
         ok = prepare_colab_snapshot()

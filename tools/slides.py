@@ -14,7 +14,7 @@ reveal.js (from the npm registry, fetched by `tools/run.py setup` into .venv/sha
 website serves, from sphinx-mathjax-offline) are copied next to the decks, and figures are embedded in the
 HTML, so a deck works offline from a folder or a zip.
 
-    python tools/slides.py --out _build/workshop/slides [book/NAME.ipynb ...]   # default: the chapters of _toc.yml
+    python -m tools.slides --out _build/workshop/slides [book/NAME.ipynb ...]   # default: the chapters of _toc.yml
 """
 from __future__ import annotations
 
@@ -30,12 +30,12 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
+from .colab import Context, Site, build_site, convert_markdown
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARE = ROOT / ".venv" / "share"   # where `tools/run.py setup` puts reveal.js's tarball (its version is set there)
 SLIDE_TAG = "slide"
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from colab import Context, Site, build_site, convert_markdown  # noqa: E402  (tools/ is not a package)
 
 
 def _markdown_renderer() -> MarkdownIt:

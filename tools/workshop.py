@@ -25,19 +25,16 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import slides  # noqa: E402  (tools/ is not a package)
-from run import hide_solutions_config  # noqa: E402
-
-from colab import toc_docnames, write_colab_notebooks  # noqa: E402
+from . import slides
+from .book import ROOT, config_without_solutions, load_toc, toc_docnames
+from .colab import write_colab_notebooks
 
 EDITIONS = {"student": ("student", "website"), "instructor": ("instructor", "slides")}
 
 
 def reduced_toc(chapters: list[str]) -> dict:
     """_toc.yml with only the intro, the given chapters (in the book's order) and the references."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    toc = load_toc()
     keep = {f"book/{name}" for name in chapters} | {"book/references", "book/notation"}
     parts = []
     for part in toc["parts"]:
@@ -50,7 +47,7 @@ def reduced_toc(chapters: list[str]) -> dict:
 def build_website(out: Path, work: Path, chapters: list[str] | None) -> None:
     """The website without solutions (the `course_hide_solutions` switch of tools/course_solutions.py)."""
     config = work / "_config_workshop.yml"
-    config.write_text(hide_solutions_config((ROOT / "_config.yml").read_text()))
+    config.write_text(config_without_solutions())
     command = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT), "--config", str(config),
                "--path-output", str(work / "site")]
     if chapters:

@@ -2,7 +2,6 @@
 translate every everyday number, and score on the held-out numbers of the split they were trained with."""
 import hashlib
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -29,8 +28,7 @@ def test_the_shipped_models_are_these():
 
 def test_the_model_cards_are_what_the_json_files_say():
     """The cards are written by tools/model_cards.py from what `train --export` recorded: no figure by hand."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-    import model_cards
+    from tools import model_cards
 
     assert (pretrained_dir() / "README.md").read_text(encoding="utf-8") == model_cards.render(pretrained_dir())
     assert "## numbers-en-de" in model_cards.render(pretrained_dir())
