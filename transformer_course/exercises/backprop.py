@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed
+from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed, softmax
 
 __all__ = ["check_softmax_backward", "check_layernorm_backward"]
 
@@ -19,11 +19,6 @@ __all__ = ["check_softmax_backward", "check_layernorm_backward"]
 # ----------------------------------------------------------------------------------------------------------
 # references (float64) and the wrong answers that common mistakes produce
 # ----------------------------------------------------------------------------------------------------------
-def _softmax(x, axis=-1):
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
 def _softmax_backward(dout, y, axis=-1, sign=1.0, correction=True):
     """dx = y * (dout - sum(dout * y)): the Jacobian diag(y) - y y^T applied to dout."""
     inner = (dout * y).sum(axis=axis, keepdims=True) if correction else 0.0
@@ -82,7 +77,7 @@ def check_softmax_backward(fn):
     """
     rng = np.random.default_rng(1706)
     B, T, V = 2, 3, 5                                    # T != V, so a wrong axis gives a wrong answer
-    y = _softmax(rng.normal(size=(B, T, V)) * 1.5)      # (B, T, V)
+    y = softmax(rng.normal(size=(B, T, V)) * 1.5)      # (B, T, V)
     dout = rng.normal(size=(B, T, V))                   # (B, T, V)
     got = call_learner(fn, dout, y)
     expected = _softmax_backward(dout, y)

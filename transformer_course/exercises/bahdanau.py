@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed
+from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed, softmax
 
 __all__ = ["check_additive_attention"]
 
@@ -18,13 +18,6 @@ __all__ = ["check_additive_attention"]
 # ----------------------------------------------------------------------------------------------------------
 # reference (float64) and the wrong answers that common mistakes produce
 # ----------------------------------------------------------------------------------------------------------
-def _softmax(x, axis=-1):
-    with np.errstate(all="ignore"):
-        x = x - x.max(axis=axis, keepdims=True)
-        e = np.exp(x)
-        return e / e.sum(axis=axis, keepdims=True)
-
-
 def _scores(s_prev, H, W_a, U_a, v_a, tanh=True, use_query=True, use_keys=True, v_inside=False):
     """e[t, i] = v_a . tanh(s_prev[t] W_a + H[i] U_a), with switches that reproduce common mistakes."""
     q = s_prev @ W_a if use_query else np.zeros((s_prev.shape[0], W_a.shape[1]))   # (T, A)
@@ -37,7 +30,7 @@ def _scores(s_prev, H, W_a, U_a, v_a, tanh=True, use_query=True, use_keys=True, 
 
 def _reference(s_prev, H, W_a, U_a, v_a):
     e = _scores(s_prev, H, W_a, U_a, v_a)      # (T, S)
-    alpha = _softmax(e, axis=-1)               # (T, S): each decoder step's weights sum to 1 over the source
+    alpha = softmax(e, axis=-1)               # (T, S): each decoder step's weights sum to 1 over the source
     c = alpha @ H                              # (T, S) @ (S, 2h) -> (T, 2h)
     return e, alpha, c
 

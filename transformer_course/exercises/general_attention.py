@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed
+from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed, softmax
 
 __all__ = ["check_scaled_dot_product_attention", "check_masked_softmax"]
 
@@ -20,17 +20,10 @@ __all__ = ["check_scaled_dot_product_attention", "check_masked_softmax"]
 # ----------------------------------------------------------------------------------------------------------
 # references (float64) and the wrong answers that common mistakes produce
 # ----------------------------------------------------------------------------------------------------------
-def _softmax(x, axis=-1):
-    with np.errstate(all="ignore"):  # the wrong answers built from it may overflow or give NaN, silently
-        x = x - x.max(axis=axis, keepdims=True)
-        e = np.exp(x)
-        return e / e.sum(axis=axis, keepdims=True)
-
-
 def _masked_softmax(scores, mask=None):
     """Softmax over the last axis; masked entries (mask False) get weight 0; a fully masked row is all zeros."""
     if mask is None:
-        return _softmax(scores)
+        return softmax(scores)
     mask = np.broadcast_to(mask, scores.shape)
     filled = np.where(mask, scores, -np.inf)
     row_max = filled.max(axis=-1, keepdims=True)
@@ -42,7 +35,7 @@ def _masked_softmax(scores, mask=None):
 
 def _large_negative_softmax(scores, mask, fill=-1e9):
     """The common variant that fills with a large negative number: uniform weights on a fully masked row."""
-    return _softmax(np.where(np.broadcast_to(mask, scores.shape), scores, fill))
+    return softmax(np.where(np.broadcast_to(mask, scores.shape), scores, fill))
 
 
 def _attention(q, k, v, mask=None, scale=None, axis=-1, use_mask=True, invert_mask=False):
@@ -51,9 +44,9 @@ def _attention(q, k, v, mask=None, scale=None, axis=-1, use_mask=True, invert_ma
     if mask is not None and use_mask:
         weights = _masked_softmax(scores, ~mask if invert_mask else mask)
     elif axis == -1:
-        weights = _softmax(scores)
+        weights = softmax(scores)
     else:
-        weights = _softmax(scores, axis=axis)
+        weights = softmax(scores, axis=axis)
     return weights @ v, weights
 
 
@@ -172,9 +165,9 @@ def check_masked_softmax(fn):
         compare_arrays(got, expected, "weights")
     _no_nan(got, "weights (padding mask)")
     compare_arrays(got, expected, "weights (padding mask)", hints=[
-        (_softmax(scores), "the mask was ignored: entries where mask is False must get weight 0."),
+        (softmax(scores), "the mask was ignored: entries where mask is False must get weight 0."),
         (_masked_softmax(scores, ~mask), "the mask is inverted: True means 'may attend'."),
-        (_softmax(np.where(mask, scores, -np.inf), axis=-2),
+        (softmax(np.where(mask, scores, -np.inf), axis=-2),
          "the softmax ran over axis -2 (the queries); normalise over the last axis (the keys)."),
         (np.exp(np.minimum(scores, 700.0)) * mask,
          "the exponentials were not normalised: divide by their sum over the last axis."),

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed
+from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed, softmax
 
 __all__ = ["check_split_heads", "check_merge_heads", "check_multi_head_attention"]
 
@@ -29,19 +29,13 @@ def _merge(x):
     return x.transpose(0, 2, 1, 3).reshape(B, T, H * Dh)      # (B, H, T, Dh) -> (B, T, H, Dh) -> (B, T, D)
 
 
-def _softmax(x):
-    x = x - x.max(axis=-1, keepdims=True)
-    e = np.exp(x)
-    return e / e.sum(axis=-1, keepdims=True)
-
-
 def _mha(x, params, H, scale_width=None, use_W_o=True, split=_split, merge=_merge):
     """Multi-head self-attention with (D, D) projections stored (in, out), biases included; returns out."""
     q = split(x @ params["W_q"] + params["b_q"], H)          # (B, H, T, Dh)
     k = split(x @ params["W_k"] + params["b_k"], H)          # (B, H, T, Dh)
     v = split(x @ params["W_v"] + params["b_v"], H)          # (B, H, T, Dh)
     width = q.shape[-1] if scale_width is None else scale_width
-    weights = _softmax(q @ np.swapaxes(k, -1, -2) / math.sqrt(width))  # (B, H, T, T)
+    weights = softmax(q @ np.swapaxes(k, -1, -2) / math.sqrt(width))  # (B, H, T, T)
     heads = merge(weights @ v)                               # (B, T, D)
     return heads @ params["W_o"] + params["b_o"] if use_W_o else heads
 

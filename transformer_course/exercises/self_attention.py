@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ..utils import to_numpy
-from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed
+from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed, softmax
 
 __all__ = ["check_self_attention", "check_causal_mask"]
 
@@ -20,12 +20,6 @@ __all__ = ["check_self_attention", "check_causal_mask"]
 # ----------------------------------------------------------------------------------------------------------
 # references (float64) and the wrong answers that common mistakes produce
 # ----------------------------------------------------------------------------------------------------------
-def _softmax(x, axis=-1):
-    x = x - x.max(axis=axis, keepdims=True)
-    e = np.exp(x)
-    return e / e.sum(axis=axis, keepdims=True)
-
-
 def _self_attention(x, W_q, W_k, W_v, mask=None, scale=None, axis=-1, project_values=True, keys_with_q=False):
     """softmax(x W_q (x W_k)^T / sqrt(d_k)) x W_v with a boolean mask (True = may attend); (out, weights)."""
     q = x @ W_q                                          # (B, T, Dk)
@@ -35,7 +29,7 @@ def _self_attention(x, W_q, W_k, W_v, mask=None, scale=None, axis=-1, project_va
     scores = q @ np.swapaxes(k, -1, -2) * scale          # (B, T, T)
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)         # every row keeps its diagonal, so no empty row
-    weights = _softmax(scores, axis=axis)                # (B, T, T)
+    weights = softmax(scores, axis=axis)                # (B, T, T)
     return weights @ v, weights
 
 
