@@ -226,7 +226,7 @@ def kv_reference_greedy(model, src, steps, stop_at_eos=False):
     """The reference for cached greedy decoding: a minimal hand-written key/value loop over the model's own
     weights (post-LN, tied output, sinusoidal positions: the benchmark's configuration). Functional calls
     only, the projections concatenated once, no checks: what the package's `greedy_decode` +
-    `Transformer.decode_cached` do, without the structure that makes them readable. With stop_at_eos, it
+    `Transformer.decode(..., cache=...)` do, without the structure that makes them readable. With stop_at_eos, it
     also keeps greedy_decode's contract (padding after a row's EOS, stopping when every row has ended)."""
     c = model.config
     if c.norm_first or not c.tie_output_embedding or c.positional != "sinusoidal":

@@ -94,6 +94,8 @@ class ModelConfig(_Replaceable):
     tie_output_embedding: bool = True # share the decoder input embedding with the output projection (Press & Wolf)
     layer_norm_eps: float = 1e-5      # epsilon inside LayerNorm (torch.nn.LayerNorm's default)
     pad_id: int = 0                   # token id of padding; never attended to and ignored by the loss
+    fused_attention: bool = True      # PyTorch's fused attention kernel (True) or attention written out (False):
+                                      # the same outputs; the NumPy model ignores it
 
     def __post_init__(self):
         _check_types(self)

@@ -60,9 +60,12 @@ BY_NATURE = {  # set aside on both sides before the twins are compared (patterns
         "dtype": "NumPy creates arrays of a dtype; PyTorch converts modules and tensors afterwards",
         "device": "where PyTorch creates a tensor",
         "*_backward": "the backward functions a NumPy forward needs (autograd finds them in PyTorch)",
-        "need_weights": "NumPy always computes the attention weights; PyTorch only on request, because the fast "
-                        "path never forms them",
-        "use_cache": "the key/value cache exists only in PyTorch (the fast path of decoding)",
+        "need_weights": "NumPy always computes the attention weights; PyTorch only on request, because its fused "
+                        "kernel never forms them",
+        "fused": "PyTorch's choice of attention kernel (F.scaled_dot_product_attention or written out); NumPy "
+                 "always writes attention out",
+        "cache": "the key/value cache of decoding exists only in PyTorch",
+        "use_cache": "the key/value cache exists only in PyTorch (decoding without it is the NumPy twin's loop)",
     },
 }
 
@@ -80,17 +83,11 @@ NUMPY_ONLY_NAMES = {
 
 TORCH_ONLY_NAMES = {
     "attention.KVCache": "the key/value cache: a fast path of decoding",
-    "attention.MultiHeadAttention.forward_fast": "the fast path of training: fused projection, fused kernel",
-    "attention.MultiHeadAttention.forward_cached": "the fast path of decoding: new positions, key/value cache",
-    "attention.MultiHeadAttention.attend": "picks the teaching path when the weights are wanted, else the fast one",
-    "attention.set_fused_attention": "switches the fast path's kernel (fused or explicit) for tests and profiling",
     "bahdanau.BahdanauDecoderStep.project_keys": "the fast path: U_a h_j, the same at every step, computed once",
     "bahdanau.BahdanauDecoderStep.forward_cached": "the fast path of training and generation, with project_keys",
     "bahdanau.BahdanauSeq2Seq": "the whole model (embeddings, initial state, output layer, generation) is "
                                 "trained in PyTorch only; the NumPy chapter builds and checks its two pieces",
     "decoder.DecoderCache": "the key/value caches of every decoder layer: a fast path of decoding",
-    "decoder.DecoderLayer.forward_cached": "the fast path of decoding: new positions only, with the cache",
-    "decoder.Decoder.forward_cached": "the fast path of decoding: new positions only, with the cache",
     "decoding.length_penalty": "for beam search",
     "decoding.beam_search": "a decoding extra: the NumPy twin has greedy decoding only",
     "decoding.sampling_probs": "the distribution sample_decode draws from (temperature, top-k, top-p)",
@@ -99,8 +96,7 @@ TORCH_ONLY_NAMES = {
     "layernorm.LayerNorm": "the module the layers use: F.layer_norm's fused kernel, tested equal to `layernorm`",
     "loss.fast_cross_entropy": "the loss the trainer uses: F.cross_entropy's fused kernel, tested equal to "
                                "`cross_entropy`",
-    "transformer.Transformer.new_cache": "an empty key/value cache for decode_cached",
-    "transformer.Transformer.decode_cached": "the fast path of decode while generating: only the new positions",
+    "transformer.Transformer.new_cache": "an empty key/value cache for decode while generating",
 }
 
 ARGUMENT_DIFFERENCES = {  # {pair: ({"numpy": [names], "torch": [names]}, reason)}
@@ -139,15 +135,16 @@ INTENDED_DUPLICATES = {  # {path: (what, why)}
         "train_step and its loop, next to training/trainer.py",
         "the NumPy model's trainer is small on purpose (the chapters read it whole) and has no devices, "
         "precision, checkpoints or DDP"),
-    "transformer_course/torch/attention.py": (
-        "the projection and head-splitting lines of MultiHeadAttention.forward, forward_fast and forward_cached",
-        "the teaching path reads whole, line for line as its NumPy twin; the fast paths are separate functions so "
-        "that it stays free of fused kernels and caches (the same holds for BahdanauDecoderStep.forward and "
-        "forward_cached)"),
+    "transformer_course/torch/decoding.py": (
+        "the generation loops of greedy_decode and sample_decode",
+        "greedy_decode is the NumPy twin's loop, read line for line in chapter 8; sampling adds a distribution and "
+        "a random generator, and a shared loop with a callback would hide the twin's loop from the reader"),
     "transformer_course/torch/bahdanau.py": (
-        "BahdanauSeq2Seq.generate, a greedy loop next to decoding.greedy_decode",
+        "BahdanauSeq2Seq.generate, a greedy loop next to decoding.greedy_decode; the attention lines of "
+        "BahdanauDecoderStep.forward and forward_cached",
         "the RNN decodes one state at a time and returns its attention weights; the Transformer's interface "
-        "(encode / decode / a key/value cache) does not fit it"),
+        "(encode / decode / a key/value cache) does not fit it. The step's forward reads line for line as its NumPy "
+        "twin; forward_cached takes the keys' projection U_a h_j, the same at every step, computed once"),
     "benchmarks/bench_model.py": (
         "a torch.nn.Transformer model and a minimal hand-written key/value decoding loop",
         "the references the benchmark measures the package against"),

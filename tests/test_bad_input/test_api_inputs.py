@@ -127,5 +127,5 @@ def test_decode_refuses_memory_of_another_dtype(reverse):
         with pytest.raises(TypeError, match=message):
             model.decode(bos, memory.double())
         with pytest.raises(TypeError, match=message):
-            model.decode_cached(bos, memory.double(), model.new_cache())
+            model.decode(bos, memory.double(), cache=model.new_cache())
         assert model.decode(bos, memory).dtype == torch.float32  # the model's own memory still decodes

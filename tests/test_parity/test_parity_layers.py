@@ -6,7 +6,7 @@ import pytest
 import torch
 from parity_helpers import assert_trees_close, grads_as_numpy, randomise, t
 
-from transformer_course.torch.attention import MultiHeadAttention, set_fused_attention
+from transformer_course.torch.attention import MultiHeadAttention
 from transformer_course.torch.convert import torch_to_numpy
 from transformer_course.torch.embedding import Embedding
 from transformer_course.torch.feedforward import FeedForward
@@ -49,7 +49,7 @@ def test_sinusoidal_table_is_identical():
 @pytest.mark.parametrize("self_attention", [True, False])
 def test_multi_head_attention(fused, self_attention):
     from transformer_course.numpy.attention import multi_head_attention_backward, multi_head_attention_forward
-    mha = set_fused_attention(randomise(MultiHeadAttention(D, H)), fused)
+    mha = randomise(MultiHeadAttention(D, H, fused=fused))
     x_q = _x(3, 5, D, seed=1)
     x_kv = x_q if self_attention else _x(3, 7, D, seed=2)
     tokens = np.full((3, x_kv.shape[1]), 4)

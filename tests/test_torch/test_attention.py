@@ -1,4 +1,4 @@
-"""Attention: score functions, masked softmax, both multi-head paths, torch.nn.MultiheadAttention parity, cache."""
+"""Attention: score functions, masked softmax, both attention kernels, torch.nn.MultiheadAttention parity, cache."""
 from __future__ import annotations
 
 import math
@@ -19,7 +19,6 @@ from transformer_course.torch.attention import (
     masked_softmax,
     scaled_dot_product_attention,
     scaled_dot_scores,
-    set_fused_attention,
 )
 from transformer_course.torch.masks import causal_mask, combine_masks, lengths_to_mask, padding_mask
 
@@ -99,6 +98,13 @@ def _mha_pair(d_model=16, n_heads=4, dtype=torch.float64, seed=0):
     return ours, ref
 
 
+def _with_both_kernels(ours: MultiHeadAttention) -> dict[str, MultiHeadAttention]:
+    """`ours` (built with the fused kernel) and a twin with the same weights that writes attention out."""
+    explicit = MultiHeadAttention(ours.d_model, ours.n_heads, ours.dropout, ours.positional, fused=False)
+    explicit.to(next(ours.parameters()).dtype).load_state_dict(ours.state_dict())
+    return {"fused": ours, "explicit": explicit}
+
+
 @pytest.mark.parametrize("self_attention", [True, False])
 def test_multi_head_attention_equals_torch_multihead_attention(self_attention):
     ours, ref = _mha_pair()
@@ -109,94 +115,84 @@ def test_multi_head_attention_equals_torch_multihead_attention(self_attention):
     key_padding[1, -2:] = True                           # torch: True = ignore
     mask = ~key_padding[:, None, :]                      # ours: True = may attend, (B, 1, S)
     ref_out, ref_w = ref(x, x_kv, x_kv, key_padding_mask=key_padding, need_weights=True, average_attn_weights=False)
-    for need_weights in (True, False):
-        out, w = ours.attend(x, x_kv, mask, need_weights=need_weights)
-        torch.testing.assert_close(out, ref_out, atol=1e-12, rtol=1e-12)
-        if need_weights:
-            torch.testing.assert_close(w, ref_w, atol=1e-12, rtol=1e-12)
-        else:
-            assert w is None
+    for mha in _with_both_kernels(ours).values():
+        for need_weights in (True, False):
+            out, w = mha(x, x_kv, mask, need_weights=need_weights)
+            torch.testing.assert_close(out, ref_out, atol=1e-12, rtol=1e-12)
+            if need_weights or not mha.fused:
+                torch.testing.assert_close(w, ref_w, atol=1e-12, rtol=1e-12)
+            else:
+                assert w is None                         # the fused kernel never forms the weights
 
 
 def test_multi_head_attention_causal_equals_torch():
     ours, ref = _mha_pair()
     x = _rand(2, 6, 16, seed=3)
     ref_out, _ = ref(x, x, x, attn_mask=~causal_mask(6)[0], need_weights=False)
-    out, _ = ours(x, x, causal_mask(6))                  # the teaching path
-    torch.testing.assert_close(out, ref_out, atol=1e-12, rtol=1e-12)
-    for fused in (True, False):
-        set_fused_attention(ours, fused)
-        torch.testing.assert_close(ours.forward_fast(x, x, causal_mask(6)), ref_out, atol=1e-12, rtol=1e-12)
-        torch.testing.assert_close(ours.forward_fast(x, x, is_causal=True), ref_out, atol=1e-12, rtol=1e-12)
-    set_fused_attention(ours, True)
+    for mha in _with_both_kernels(ours).values():
+        for need_weights in (True, False):
+            out, _ = mha(x, x, causal_mask(6), need_weights=need_weights)
+            torch.testing.assert_close(out, ref_out, atol=1e-12, rtol=1e-12)
 
 
 @pytest.mark.parametrize("dtype, tol", [(torch.float64, 1e-12), (torch.float32, 1e-4)])
-def test_teaching_and_fast_paths_are_equal_with_masks_in_value_and_gradient(dtype, tol):
-    """forward (the teaching path) == forward_fast with the fused kernel == forward_fast computed explicitly."""
+def test_both_kernels_are_equal_with_masks_in_value_and_gradient(dtype, tol):
+    """The fused kernel == attention written out (fused=False) == the weights requested, outputs and gradients."""
     ours, _ = _mha_pair(dtype=dtype)
+    kernels = _with_both_kernels(ours)
     x = _rand(3, 6, 16, seed=4, dtype=dtype)
     tokens = torch.tensor([[4, 4, 4, 4, 4, 4], [4, 4, 4, 0, 0, 0], [4, 4, 4, 4, 4, 0]])
     masks = [None, padding_mask(tokens, 0), causal_mask(6), combine_masks(causal_mask(6), padding_mask(tokens, 0))]
-
-    def teaching(xg, mask):
-        return ours(xg, xg, mask)[0]
-
-    def fast(fused):
-        def run(xg, mask):
-            set_fused_attention(ours, fused)
-            return ours.forward_fast(xg, xg, mask)
-        return run
-
+    runs = [(kernels["fused"], False), (kernels["fused"], True), (kernels["explicit"], False)]
     for mask in masks:
         results = []
-        for path in (teaching, fast(True), fast(False)):
+        for mha, need_weights in runs:
             xg = x.clone().requires_grad_(True)
-            out = path(xg, mask)
+            out, _ = mha(xg, xg, mask, need_weights=need_weights)
             out.pow(2).sum().backward()
-            grads = [xg.grad] + [p.grad.clone() for p in ours.parameters()]
-            ours.zero_grad()
-            results.append((out.detach(), grads))
+            results.append((out.detach(), [xg.grad] + [p.grad.clone() for p in mha.parameters()]))
+            mha.zero_grad()
         for other in results[1:]:
             torch.testing.assert_close(other[0], results[0][0], atol=tol, rtol=tol)
-            for g_other, g_teaching in zip(other[1], results[0][1]):
-                torch.testing.assert_close(g_other, g_teaching, atol=tol, rtol=tol)
-    set_fused_attention(ours, True)
+            for g_other, g_first in zip(other[1], results[0][1]):
+                torch.testing.assert_close(g_other, g_first, atol=tol, rtol=tol)
 
 
-def test_fully_masked_query_rows_give_zero_output_and_finite_gradients_on_both_paths():
+def test_fully_masked_query_rows_give_zero_output_and_finite_gradients_with_both_kernels():
     ours, _ = _mha_pair()
-    x = _rand(2, 4, 16, seed=5).requires_grad_(True)
     mask = torch.ones(2, 1, 4, dtype=torch.bool)
     mask[1] = False                                      # the second sequence is all padding
-    for need_weights in (True, False):
-        out, _ = ours.attend(x, x, mask, need_weights=need_weights)
-        expected = ours.W_o.bias.expand(4, 16)           # zero attention output, then + b_o
-        torch.testing.assert_close(out[1], expected)
-        out.sum().backward()
-        assert torch.isfinite(x.grad).all()
-        x.grad = None
+    for mha in _with_both_kernels(ours).values():
+        for need_weights in (True, False):
+            x = _rand(2, 4, 16, seed=5).requires_grad_(True)
+            out, _ = mha(x, x, mask, need_weights=need_weights)
+            expected = mha.W_o.bias.expand(4, 16)        # zero attention output, then + b_o
+            torch.testing.assert_close(out[1], expected)
+            out.sum().backward()
+            assert torch.isfinite(x.grad).all()
 
 
 def test_kv_cache_gives_the_same_output_as_full_causal_attention():
     ours, _ = _mha_pair()
     x = _rand(2, 5, 16, seed=6)
     full, _ = ours(x, x, causal_mask(5))
-    for fused in (True, False):
-        set_fused_attention(ours, fused)
+    for mha in _with_both_kernels(ours).values():
+        mha.eval()
         cache = KVCache()
-        steps = [ours.forward_cached(x[:, t:t + 1], x[:, t:t + 1], cache) for t in range(5)]
+        steps = [mha(x[:, t:t + 1], x[:, t:t + 1], need_weights=False, cache=cache)[0] for t in range(5)]
         torch.testing.assert_close(torch.cat(steps, 1), full)
         assert cache.k.shape == (2, 4, 5, 4)
     memory = _rand(2, 7, 16, seed=7)
     static = KVCache(static=True)
-    first = ours.forward_cached(x, memory, static)
+    first, _ = ours(x, memory, need_weights=False, cache=static)
     keys = static.k
-    second = ours.forward_cached(x, memory * 0, static)  # memory is ignored once cached
+    second, _ = ours(x, memory * 0, need_weights=False, cache=static)  # memory is ignored once cached
     assert static.k is keys
     torch.testing.assert_close(first, second)
-    torch.testing.assert_close(first, ours(x, memory)[0])  # the teaching path
-    set_fused_attention(ours, True)
+    torch.testing.assert_close(first, ours(x, memory)[0])  # no cache
+    ours.train()
+    with pytest.raises(ValueError, match="cache: decoding with a key/value cache needs eval mode"):
+        ours(x, x, cache=KVCache())
 
 
 def test_kv_cache_grows_past_its_capacity_and_follows_reordered_rows():
@@ -241,11 +237,11 @@ def test_attention_dropout_only_in_training():
     mha = MultiHeadAttention(16, 4, dropout=0.5)
     x = torch.randn(2, 5, 16)
     mha.eval()
-    a = mha.forward_fast(x, x)
+    a, _ = mha(x, x, need_weights=False)
     b, _ = mha(x, x)
     torch.testing.assert_close(a, b)
     mha.train()
-    c = mha.forward_fast(x, x)
+    c, _ = mha(x, x, need_weights=False)
     d, _ = mha(x, x)
     assert not torch.allclose(a, c) and not torch.allclose(a, d)
     assert math.isfinite(float(c.detach().sum()))

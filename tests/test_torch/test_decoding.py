@@ -7,9 +7,8 @@ import math
 import pytest
 import torch
 from torch import nn
-from torch_helpers import SMALL, lively_model, random_batch, trained_model
+from torch_helpers import SMALL, lively_model, random_batch, trained_model, with_kernel
 
-from transformer_course.torch.attention import set_fused_attention
 from transformer_course.torch.decoder import DecoderCache
 from transformer_course.torch.decoding import beam_search, greedy_decode, length_penalty, sample_decode, sampling_probs
 
@@ -19,11 +18,10 @@ EOS = 2
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("fused", [True, False])
 def test_cached_and_uncached_greedy_give_identical_tokens(norm_first, fused):
-    model = set_fused_attention(trained_model(norm_first), fused)
+    model = with_kernel(trained_model(norm_first), fused)
     src, _ = random_batch(B=5, S=8)
     cached = greedy_decode(model, src, max_len=12)
     uncached = greedy_decode(model, src, max_len=12, use_cache=False)
-    set_fused_attention(model, True)
     assert torch.equal(cached, uncached)
     assert len(set(cached.flatten().tolist())) > 3      # the test model does not just repeat one token
 
@@ -39,13 +37,13 @@ def test_cached_logits_equal_full_decoder_logits_including_multi_token_steps(pos
     memory = model.encode(src, src_mask)
     full = model.decode(tgt, memory, src_mask)
     cache = model.new_cache()
-    first = model.decode_cached(tgt[:, :4], memory, cache, src_mask)   # several positions at once
-    rest = [model.decode_cached(tgt[:, t:t + 1], memory, cache, src_mask) for t in range(4, 6)]
+    first = model.decode(tgt[:, :4], memory, src_mask, cache=cache)   # several positions at once
+    rest = [model.decode(tgt[:, t:t + 1], memory, src_mask, cache=cache) for t in range(4, 6)]
     torch.testing.assert_close(torch.cat([first] + rest, 1), full, atol=1e-5, rtol=1e-5)
     assert isinstance(cache, DecoderCache) and cache.length == 6
     model.train()
-    with pytest.raises(ValueError, match="decode_cached: expected a model in eval mode"):
-        model.decode_cached(tgt[:, :1], memory, model.new_cache(), src_mask)
+    with pytest.raises(ValueError, match="cache: decoding with a key/value cache needs eval mode"):
+        model.decode(tgt[:, :1], memory, src_mask, cache=model.new_cache())
     model.eval()
 
 
@@ -75,11 +73,10 @@ def test_beam_size_one_equals_greedy(alpha):
 
 @pytest.mark.parametrize("fused", [True, False])
 def test_beam_search_cached_and_uncached_agree(fused):
-    model = set_fused_attention(trained_model(True), fused)
+    model = with_kernel(trained_model(True), fused)
     src, _ = random_batch(B=4, S=6, seed=3)
     a, score_a = beam_search(model, src, beam_size=3, max_len=10, return_scores=True)
     b, score_b = beam_search(model, src, beam_size=3, max_len=10, use_cache=False, return_scores=True)
-    set_fused_attention(model, True)
     assert torch.equal(a, b)
     torch.testing.assert_close(score_a, score_b, atol=1e-4, rtol=1e-4)
 
@@ -133,13 +130,11 @@ class _ScriptedModel(nn.Module):
         logp[other, EOS] = 0.0
         return logp
 
-    def decode(self, tgt_in, memory, src_mask=None, tgt_mask=None):
+    def decode(self, tgt_in, memory, src_mask=None, tgt_mask=None, cache=None):
+        if cache is not None:
+            cache.prefix = tgt_in if cache.prefix is None else torch.cat([cache.prefix, tgt_in], 1)
+            cache.length += tgt_in.shape[1]
         return torch.stack([self._next_logp(tgt_in[:, t]) for t in range(tgt_in.shape[1])], 1)
-
-    def decode_cached(self, tgt_in, memory, cache, src_mask=None):
-        cache.prefix = tgt_in if cache.prefix is None else torch.cat([cache.prefix, tgt_in], 1)
-        cache.length += tgt_in.shape[1]
-        return self.decode(tgt_in, memory, src_mask)
 
 
 @pytest.mark.parametrize("use_cache", [True, False])

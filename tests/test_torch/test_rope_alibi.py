@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch_helpers import SMALL, lively_model, random_batch
+from torch_helpers import SMALL, lively_model, random_batch, with_kernel
 
-from transformer_course.torch.attention import MultiHeadAttention, set_fused_attention
+from transformer_course.torch.attention import KVCache, MultiHeadAttention
 from transformer_course.torch.decoding import beam_search, greedy_decode
 from transformer_course.torch.positional import RotaryPositions, alibi_bias, alibi_slopes
 from transformer_course.torch.transformer import Transformer
@@ -48,20 +48,24 @@ def test_alibi_slopes_and_bias():
 
 
 @pytest.mark.parametrize("positional", KINDS)
-def test_every_attention_path_gives_the_same_output(positional):
+def test_both_kernels_and_the_cache_give_the_same_output(positional):
     torch.manual_seed(0)
     mha = MultiHeadAttention(16, 4, positional=positional, max_len=32).eval()
+    explicit = MultiHeadAttention(16, 4, positional=positional, max_len=32, fused=False).eval()
+    explicit.load_state_dict(mha.state_dict())
     x = torch.randn(3, 6, 16)
     causal = torch.ones(6, 6, dtype=torch.bool).tril()[None]  # (1, T, T)
     for mask in (None, causal):
-        teaching, _ = mha(x, x, mask)
-        fused = mha.forward_fast(x, x, mask)
-        mha.use_fused = False
-        explicit = mha.forward_fast(x, x, mask)
-        mha.use_fused = True
-        torch.testing.assert_close(fused, teaching, atol=1e-5, rtol=1e-5)
-        torch.testing.assert_close(explicit, teaching, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(mha.forward_fast(x, x, is_causal=True), mha(x, x, causal)[0], atol=1e-5, rtol=1e-5)
+        weighted, _ = mha(x, x, mask)
+        fused, _ = mha(x, x, mask, need_weights=False)
+        written_out, _ = explicit(x, x, mask, need_weights=False)
+        torch.testing.assert_close(fused, weighted, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(written_out, weighted, atol=1e-5, rtol=1e-5)
+    # one position at a time with the cache: RoPE rotates each new key at its own position, ALiBi's bias is
+    # that of the new query's position
+    cache = KVCache()
+    steps = [mha(x[:, i:i + 1], x[:, i:i + 1], need_weights=False, cache=cache)[0] for i in range(6)]
+    torch.testing.assert_close(torch.cat(steps, 1), mha(x, x, causal)[0], atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("positional", KINDS)
@@ -87,8 +91,7 @@ def test_decoder_is_causal_and_padding_is_invisible(positional):
     torch.testing.assert_close(model(src, changed)[:, :4], logits[:, :4])
     longer = torch.cat([src, torch.zeros(4, 3, dtype=src.dtype)], 1)
     torch.testing.assert_close(model(longer, tgt), logits, atol=1e-5, rtol=1e-5)
-    set_fused_attention(model, False)
-    torch.testing.assert_close(model(src, tgt), logits, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(with_kernel(model, False)(src, tgt), logits, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(model(src, tgt, need_weights=True)[0], logits, atol=1e-5, rtol=1e-5)
 
 

@@ -6,10 +6,9 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from torch_helpers import SMALL, lively_model, random_batch
+from torch_helpers import SMALL, lively_model, random_batch, with_kernel
 
 from transformer_course.config import ModelConfig
-from transformer_course.torch.attention import set_fused_attention
 from transformer_course.torch.loss import cross_entropy, fast_cross_entropy
 from transformer_course.torch.transformer import Transformer
 
@@ -139,5 +138,4 @@ def test_explicit_path_everywhere_gives_the_same_logits():
     model = lively_model()
     src, tgt = random_batch()
     fused = model(src, tgt)
-    set_fused_attention(model, False)
-    torch.testing.assert_close(model(src, tgt), fused, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(with_kernel(model, False)(src, tgt), fused, atol=1e-4, rtol=1e-4)

@@ -24,6 +24,13 @@ def lively_model(config: ModelConfig = SMALL, seed: int = 0, scale: float = 1.0)
     return model.eval()
 
 
+def with_kernel(model: Transformer, fused: bool) -> Transformer:
+    """The same model (weights, mode) built with the fused attention kernel or with attention written out."""
+    twin = Transformer(model.config.replace(fused_attention=fused))
+    twin.load_state_dict(model.state_dict())
+    return twin.train(model.training)
+
+
 def random_batch(config: ModelConfig = SMALL, B: int = 4, S: int = 7, T: int = 6, seed: int = 0):
     """Source and target ids in [4, V) with some right padding (ids 0-3 are pad, bos, eos, unk)."""
     g = torch.Generator().manual_seed(seed)

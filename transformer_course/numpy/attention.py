@@ -298,6 +298,19 @@ def init_multi_head_attention(rng: np.random.Generator, d_model: int, n_heads: i
     return params
 
 
+def _check_inputs(x_q, x_kv, D: int, n_heads: int, positional: str | None) -> None:
+    """multi_head_attention_forward's arguments, checked before anything runs (the twin's `_check_inputs`)."""
+    if positional not in (None, *ATTENTION_POSITIONAL):
+        raise ValueError(f"positional: expected None, 'rope' or 'alibi', got {positional!r}")
+    if not isinstance(x_q, np.ndarray) or x_q.ndim != 3 or x_q.shape[-1] != D:
+        raise ValueError(f"x_q: expected shape (B, Tq, d_model={D}), got {getattr(x_q, 'shape', type(x_q))}")
+    if not isinstance(x_kv, np.ndarray) or x_kv.ndim != 3 or x_kv.shape[-1] != D or x_kv.shape[0] != x_q.shape[0]:
+        raise ValueError(f"x_kv: expected shape (B={x_q.shape[0]}, Tk, d_model={D}), "
+                         f"got {getattr(x_kv, 'shape', type(x_kv))}")
+    if D % n_heads != 0:
+        raise ValueError(f"n_heads: expected a divisor of d_model={D}, got {n_heads}")
+
+
 def multi_head_attention_forward(x_q: np.ndarray, x_kv: np.ndarray, params: dict, n_heads: int,
                                  mask: np.ndarray | None = None, dropout: float = 0.0,
                                  rng: np.random.Generator | None = None, training: bool = False,
@@ -310,16 +323,7 @@ def multi_head_attention_forward(x_q: np.ndarray, x_kv: np.ndarray, params: dict
     None (cross-attention, and models that add positions to the embeddings) adds nothing.
     Returns (out (B, Tq, D), cache); cache["weights"] is (B, H, Tq, Tk).
     """
-    if positional not in (None, *ATTENTION_POSITIONAL):
-        raise ValueError(f"positional: expected None, 'rope' or 'alibi', got {positional!r}")
-    D = params["W_q"].shape[0]
-    if not isinstance(x_q, np.ndarray) or x_q.ndim != 3 or x_q.shape[-1] != D:
-        raise ValueError(f"x_q: expected shape (B, Tq, d_model={D}), got {getattr(x_q, 'shape', type(x_q))}")
-    if not isinstance(x_kv, np.ndarray) or x_kv.ndim != 3 or x_kv.shape[-1] != D or x_kv.shape[0] != x_q.shape[0]:
-        raise ValueError(f"x_kv: expected shape (B={x_q.shape[0]}, Tk, d_model={D}), "
-                         f"got {getattr(x_kv, 'shape', type(x_kv))}")
-    if D % n_heads != 0:
-        raise ValueError(f"n_heads: expected a divisor of d_model={D}, got {n_heads}")
+    _check_inputs(x_q, x_kv, params["W_q"].shape[0], n_heads, positional)
     B, Tq, D = x_q.shape
     Tk = x_kv.shape[1]
     H, Dh = n_heads, D // n_heads

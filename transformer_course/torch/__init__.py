@@ -2,7 +2,7 @@
 `transformer_course.twins` for what differs, and why), plus fast paths (fused attention, the key/value cache,
 the fused loss), beam search, weight conversion and device helpers."""
 from .._optional import torch as _torch  # noqa: F401  (without PyTorch: an ImportError naming the extra)
-from .attention import KVCache, MultiHeadAttention, set_fused_attention
+from .attention import KVCache, MultiHeadAttention
 from .bahdanau import BahdanauDecoderStep, BahdanauEncoder, BahdanauSeq2Seq
 from .convert import numpy_to_torch, torch_to_numpy
 from .decoder import Decoder, DecoderCache, DecoderLayer
@@ -17,7 +17,7 @@ from .masks import causal_mask, combine_masks, lengths_to_mask, padding_mask
 from .positional import LearnedPositions, SinusoidalPositions, sinusoidal_encoding
 from .transformer import Transformer
 
-__all__ = ["KVCache", "MultiHeadAttention", "set_fused_attention", "BahdanauDecoderStep", "BahdanauEncoder",
+__all__ = ["KVCache", "MultiHeadAttention", "BahdanauDecoderStep", "BahdanauEncoder",
            "BahdanauSeq2Seq", "numpy_to_torch", "torch_to_numpy", "Decoder", "DecoderCache", "DecoderLayer",
            "beam_search", "greedy_decode", "length_penalty", "autocast", "maybe_compile", "needs_grad_scaler",
            "pick_device", "Embedding", "output_projection", "Encoder", "EncoderLayer", "FeedForward", "LayerNorm",

@@ -2,13 +2,13 @@
 and multi-head attention; the twin of `transformer_course.numpy.attention`, without the backward passes
 (autograd computes them).
 
-`MultiHeadAttention` has a teaching path and two fast ones. `forward` is the teaching path, line for line the
-NumPy twin's: scores, masked softmax and weighted sum written out, weights returned. `forward_fast` is what
-training runs: one fused projection for self-attention's queries, keys and values, and the fused kernel
-`F.scaled_dot_product_attention` (flash / memory-efficient kernels on GPU, a fused kernel on CPU) that never
-materialises the weights. `forward_cached` is what decoding runs: the new positions only, with a key/value
-cache (`KVCache`). The layers call `attend`, which takes the fast path unless the weights are wanted;
-tests check that all paths give the same output.
+`MultiHeadAttention` has one `forward`, line for line its NumPy twin's: project, split into heads, position
+term, attention, merge, output projection. Only the attention kernel has two forms, chosen once when the module is
+built (as nanoGPT does): `fused=True` calls `F.scaled_dot_product_attention` (flash / memory-efficient kernels on
+GPU, a fused kernel on CPU), which never forms the weights; `fused=False`, or a call that asks for the weights,
+runs `scaled_dot_product_attention` below, the scores, masked softmax and weighted sum written out. Decoding
+passes a `KVCache`, which keeps the keys and values of the positions already generated; tests check that every
+form gives the same output.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from .positional import RotaryPositions, alibi_bias
 
 __all__ = ["dot_scores", "scaled_dot_scores", "cosine_scores", "general_scores", "additive_scores",
            "location_scores", "masked_softmax", "attention_pooling", "scaled_dot_product_attention",
-           "KVCache", "MultiHeadAttention", "set_fused_attention"]
+           "KVCache", "MultiHeadAttention"]
 
 
 def _check_qk(q, k, same_width: bool) -> None:
@@ -183,7 +183,6 @@ class KVCache:
     cached ones, into buffers allocated ahead (capacity doubled when full), so a step copies only its new rows
     instead of concatenating the whole past into a fresh tensor.
     static=True (cross-attention): keys and values of the encoder output are computed once, then reused.
-    A self-attention cache also keeps the fused query/key/value projection, concatenated once per decoding.
     """
 
     def __init__(self, static: bool = False):
@@ -191,7 +190,6 @@ class KVCache:
         self.length = 0                                  # positions stored
         self._k: torch.Tensor | None = None              # (B, H, capacity, Dh)
         self._v: torch.Tensor | None = None              # (B, H, capacity, Dh)
-        self.projection: tuple[torch.Tensor, torch.Tensor] | None = None  # self-attention's fused W_qkv, b_qkv
 
     @property
     def k(self) -> torch.Tensor | None:
@@ -235,16 +233,16 @@ class KVCache:
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1 .. head_H) W_o, head_h = Attention(Q W_q^h, K W_k^h, V W_v^h).
 
-    The H heads' projections are stored together as one (D, D) matrix each (nn.Linear layout (out, in)); all
-    paths apply them with F.linear, as the NumPy twin applies its own with `linear_forward`.
-    Initialisation: Xavier uniform for each projection, zero biases (the NumPy twin's). `dropout` acts on the
-    attention weights. `positional` is the position term of self-attention: "rope" rotates queries and keys by
-    their positions (up to `max_len`), "alibi" adds -rho_h |i - j| to the scores; None (cross-attention, and
-    models that add positions to the embeddings) adds nothing.
+    The H heads' projections are stored together as one (D, D) matrix each (nn.Linear layout (out, in)) and
+    applied with F.linear, as the NumPy twin applies its own with `linear_forward`. Initialisation: Xavier
+    uniform for each projection, zero biases (the NumPy twin's). `dropout` acts on the attention weights.
+    `positional` is the position term of self-attention: "rope" rotates queries and keys by their positions
+    (up to `max_len`), "alibi" adds -rho_h |i - j| to the scores; None (cross-attention, and models that add
+    positions to the embeddings) adds nothing. `fused` picks the attention kernel (see the module's docstring).
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, positional: str | None = None,
-                 max_len: int = 512):
+                 max_len: int = 512, fused: bool = True):
         super().__init__()
         if d_model % n_heads != 0:
             raise ValueError(f"n_heads: expected a divisor of d_model={d_model}, got {n_heads}")
@@ -255,8 +253,8 @@ class MultiHeadAttention(nn.Module):
         self.d_head = d_model // n_heads
         self.dropout = dropout
         self.positional = positional
+        self.fused = fused
         self.rotary = RotaryPositions(self.d_head, max_len) if positional == "rope" else None
-        self.use_fused = True                            # False: the fast paths write attention out (tests, FLOPs)
         self.W_q = nn.Linear(d_model, d_model)
         self.W_k = nn.Linear(d_model, d_model)
         self.W_v = nn.Linear(d_model, d_model)
@@ -268,148 +266,66 @@ class MultiHeadAttention(nn.Module):
             nn.init.xavier_uniform_(linear.weight)
             nn.init.zeros_(linear.bias)
 
-    def _check_inputs(self, x_q: torch.Tensor, x_kv: torch.Tensor) -> None:
-        D = self.d_model
-        if x_q.dim() != 3 or x_q.shape[-1] != D:
-            raise ValueError(f"x_q: expected shape (B, Tq, d_model={D}), got {tuple(x_q.shape)}")
-        if x_kv.dim() != 3 or x_kv.shape[-1] != D or x_kv.shape[0] != x_q.shape[0]:
-            raise ValueError(f"x_kv: expected shape (B={x_q.shape[0]}, Tk, d_model={D}), got {tuple(x_kv.shape)}")
+    def forward(self, x_q: torch.Tensor, x_kv: torch.Tensor, mask: torch.Tensor | None = None,
+                need_weights: bool = True, cache: KVCache | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x_q (B, Tq, D) attends to x_kv (B, Tk, D) (the same tensor for self-attention); mask (B or 1, Tq or 1,
+        Tk), True = may attend. Returns (out (B, Tq, D), weights (B, H, Tq, Tk), or None when need_weights is
+        False and the fused kernel ran).
 
-    def forward(self, x_q: torch.Tensor, x_kv: torch.Tensor,
-                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """The teaching path. x_q (B, Tq, D) attends to x_kv (B, Tk, D) (the same tensor for self-attention);
-        mask (B or 1, Tq or 1, Tk), True = may attend. Returns (out (B, Tq, D), weights (B, H, Tq, Tk))."""
-        self._check_inputs(x_q, x_kv)
+        With a `cache` (decoding, eval mode), x_q holds only the new positions. Self-attention (a cache with
+        static=False): their keys and values, rotated at their own positions for RoPE, join the cache and the
+        queries attend to all of it. Cross-attention (static=True): the memory's keys and values are projected
+        at the first call and reused after."""
+        self._check_inputs(x_q, x_kv, mask, cache)
         B, Tq, D = x_q.shape
-        Tk = x_kv.shape[1]
         H, Dh = self.n_heads, self.d_head
         q = F.linear(x_q, self.W_q.weight, self.W_q.bias)    # (B, Tq, D)
-        k = F.linear(x_kv, self.W_k.weight, self.W_k.bias)   # (B, Tk, D)
-        v = F.linear(x_kv, self.W_v.weight, self.W_v.bias)   # (B, Tk, D)
         q = q.view(B, Tq, H, Dh).transpose(1, 2)         # (B, Tq, D) -> (B, H, Tq, Dh)
-        k = k.view(B, Tk, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
-        v = v.view(B, Tk, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
+        if cache is not None and cache.static and cache.k is not None:
+            k, v = cache.k, cache.v                      # (B, H, S, Dh): the memory's, projected at the first step
+        else:
+            k = F.linear(x_kv, self.W_k.weight, self.W_k.bias)   # (B, Tk, D)
+            v = F.linear(x_kv, self.W_v.weight, self.W_v.bias)   # (B, Tk, D)
+            k = k.view(B, -1, H, Dh).transpose(1, 2)     # (B, Tk, D) -> (B, H, Tk, Dh)
+            v = v.view(B, -1, H, Dh).transpose(1, 2)     # (B, Tk, D) -> (B, H, Tk, Dh)
+            past = 0 if cache is None else cache.length  # positions already cached: the new ones follow them
+            if self.positional == "rope":                # rotate queries and keys by their positions
+                q, k = self.rotary(q, past), self.rotary(k, past)  # (B, H, Tq, Dh), (B, H, Tk, Dh)
+            if cache is not None:
+                k, v = cache.append(k, v)                # (B, H, t, Dh): the past and the new
+        Tk = k.shape[2]
         bias = None
-        if self.positional == "rope":                    # rotate queries and keys by their positions
-            q, k = self.rotary(q), self.rotary(k)        # (B, H, Tq, Dh), (B, H, Tk, Dh)
-        elif self.positional == "alibi":                 # a linear penalty on the distance, added to the scores
-            bias = alibi_bias(H, Tq, Tk, device=q.device, dtype=q.dtype)  # (H, Tq, Tk)
+        if self.positional == "alibi":                   # a linear penalty on the distance, added to the scores
+            bias = alibi_bias(H, Tq, Tk, Tk - Tq, q.device, q.dtype)  # (H, Tq, Tk): the queries are the last Tq
         if mask is not None:
             check_mask(mask, B, Tq, Tk)
             mask = mask[:, None]                         # (B, Tq, Tk) -> (B, 1, Tq, Tk): same for every head
-        heads, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training,
-                                                      bias)  # (B, H, Tq, Dh)
+        if need_weights or not self.fused:
+            heads, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training,
+                                                          bias)  # (B, H, Tq, Dh), (B, H, Tq, Tk)
+        else:
+            heads, weights = self._fused_attention(q, k, v, mask, bias), None  # (B, H, Tq, Dh)
         merged = heads.transpose(1, 2).reshape(B, Tq, D)  # (B, H, Tq, Dh) -> (B, Tq, H, Dh) -> (B, Tq, D)
         out = F.linear(merged, self.W_o.weight, self.W_o.bias)  # (B, Tq, D)
         return out, weights
 
-    def _fused_projection(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """W_q, W_k, W_v side by side: self-attention's three projections as one (D, 3D) matmul (better use of
-        the matmul kernel)."""
-        weight = torch.cat([self.W_q.weight, self.W_k.weight, self.W_v.weight])  # (3D, D)
-        bias = torch.cat([self.W_q.bias, self.W_k.bias, self.W_v.bias])          # (3D,)
-        return weight, bias
-
-    def _position_terms(self, q: torch.Tensor, k: torch.Tensor, offset: int,
-                        n_keys: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """The fast paths' position term: q (B, H, Tq, Dh) and k (B, H, Tk, Dh) at positions offset .. (their
-        rotations for RoPE), and ALiBi's bias (H, Tq, n_keys) for queries from `offset` (else None)."""
-        if self.positional == "rope":
-            return self.rotary(q, offset), self.rotary(k, offset), None
-        if self.positional == "alibi":
-            return q, k, alibi_bias(self.n_heads, q.shape[2], n_keys, offset, q.device, q.dtype)
-        return q, k, None
-
-    def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-                is_causal: bool = False, bias: torch.Tensor | None = None) -> torch.Tensor:
-        """softmax(q k^T / sqrt(Dh) + bias) v (B, H, Tq, Dh) by the fused kernel, or written out (use_fused=False)."""
+    def _fused_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+                         bias: torch.Tensor | None) -> torch.Tensor:
+        """What `scaled_dot_product_attention` computes, by PyTorch's fused kernel; a mask and ALiBi's bias go in
+        as one float mask (the bias, and -inf where attending is forbidden)."""
+        if bias is not None:
+            mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))  # (B or 1, H, Tq, Tk)
         dropout_p = self.dropout if self.training else 0.0
-        if is_causal and mask is None and (bias is not None or not self.use_fused):
-            mask = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool, device=q.device).tril()  # (Tq, Tk)
-        if self.use_fused:
-            if bias is None:
-                return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
-                                                      is_causal=is_causal and mask is None)  # (B, H, Tq, Dh)
-            if mask is not None:                         # one float mask: the bias, and -inf where forbidden
-                bias = bias.masked_fill(~mask, float("-inf"))  # (B or 1, H, Tq, Tk)
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p)  # (B, H, Tq, Dh)
-        heads, _ = scaled_dot_product_attention(q, k, v, mask, dropout_p, self.training, bias)  # (B, H, Tq, Dh)
-        return heads
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (B, H, Tq, Dh)
 
-    def forward_fast(self, x_q: torch.Tensor, x_kv: torch.Tensor, mask: torch.Tensor | None = None,
-                     is_causal: bool = False) -> torch.Tensor:
-        """The fast path of training: the output of `forward` (B, Tq, D), without the weights; one fused
-        projection for self-attention, the fused attention kernel. is_causal=True (with mask=None) asks for
-        the causal mask without building it, so the kernel can skip the masked blocks."""
-        self._check_inputs(x_q, x_kv)
-        B, Tq, D = x_q.shape
-        Tk = x_kv.shape[1]
-        H, Dh = self.n_heads, self.d_head
-        if x_kv is x_q:                                  # self-attention: one matmul for q, k and v
-            q, k, v = F.linear(x_q, *self._fused_projection()).chunk(3, dim=-1)  # 3 x (B, T, D)
-        else:
-            q = F.linear(x_q, self.W_q.weight, self.W_q.bias)    # (B, Tq, D)
-            k = F.linear(x_kv, self.W_k.weight, self.W_k.bias)   # (B, Tk, D)
-            v = F.linear(x_kv, self.W_v.weight, self.W_v.bias)   # (B, Tk, D)
-        q = q.view(B, Tq, H, Dh).transpose(1, 2)         # (B, Tq, D) -> (B, H, Tq, Dh)
-        k = k.view(B, Tk, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
-        v = v.view(B, Tk, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
-        q, k, bias = self._position_terms(q, k, 0, Tk)   # RoPE's rotations, ALiBi's bias (H, Tq, Tk)
-        if mask is not None:
-            check_mask(mask, B, Tq, Tk)
-            mask = mask[:, None]                         # (B, 1, Tq, Tk)
-        elif is_causal and Tq != Tk:
-            raise ValueError(f"is_causal: needs as many queries as keys, got Tq={Tq}, Tk={Tk}; "
-                             f"pass an explicit mask instead")
-        heads = self._attend(q, k, v, mask, is_causal, bias)  # (B, H, Tq, Dh)
-        merged = heads.transpose(1, 2).reshape(B, Tq, D)  # (B, H, Tq, Dh) -> (B, Tq, D)
-        return F.linear(merged, self.W_o.weight, self.W_o.bias)  # (B, Tq, D)
-
-    def forward_cached(self, x_q: torch.Tensor, x_kv: torch.Tensor, kv_cache: KVCache,
-                       mask: torch.Tensor | None = None) -> torch.Tensor:
-        """The fast path of decoding: x_q (B, T, D) holds only the new positions. Self-attention (a cache with
-        static=False, x_kv is x_q): their keys and values join the cache. Cross-attention (static=True): the
-        keys and values of x_kv (the memory) are computed at the first call and reused. RoPE rotates the new
-        keys at their own positions before they join the cache; ALiBi's bias is computed for the new queries'
-        positions. Eval mode only."""
-        B, T, D = x_q.shape
-        H, Dh = self.n_heads, self.d_head
-        bias = None
-        if kv_cache.static:
-            if kv_cache.k is None:                       # the first step: project the memory once
-                k = F.linear(x_kv, self.W_k.weight, self.W_k.bias).view(B, -1, H, Dh).transpose(1, 2)  # (B, H, S, Dh)
-                v = F.linear(x_kv, self.W_v.weight, self.W_v.bias).view(B, -1, H, Dh).transpose(1, 2)  # (B, H, S, Dh)
-                kv_cache.append(k, v)
-            q = F.linear(x_q, self.W_q.weight, self.W_q.bias).view(B, T, H, Dh).transpose(1, 2)  # (B, H, T, Dh)
-            k, v = kv_cache.k, kv_cache.v                # (B, H, S, Dh)
-        else:
-            if kv_cache.projection is None:
-                kv_cache.projection = self._fused_projection()  # concatenated once per decoding
-            q, k, v = F.linear(x_q, *kv_cache.projection).chunk(3, dim=-1)  # 3 x (B, T, D)
-            q = q.view(B, T, H, Dh).transpose(1, 2)      # (B, H, T, Dh)
-            past = kv_cache.length                       # the new positions are past .. past + T - 1
-            q, k, bias = self._position_terms(q, k.view(B, T, H, Dh).transpose(1, 2), past, past + T)
-            k, v = kv_cache.append(k, v.view(B, T, H, Dh).transpose(1, 2))  # (B, H, t, Dh): the past and the new
-        if mask is not None:
-            check_mask(mask, B, T, k.shape[2])
-            mask = mask[:, None]                         # (B, 1, T, t)
-        heads = self._attend(q, k, v, mask, bias=bias)   # (B, H, T, Dh)
-        merged = heads.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
-        return F.linear(merged, self.W_o.weight, self.W_o.bias)  # (B, T, D)
-
-    def attend(self, x_q: torch.Tensor, x_kv: torch.Tensor, mask: torch.Tensor | None = None,
-               need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """What the layers call: (out, weights) from `forward` when need_weights, else (out, None) from
-        `forward_fast` (the default in training)."""
-        if need_weights:
-            return self(x_q, x_kv, mask)
-        return self.forward_fast(x_q, x_kv, mask), None
-
-
-def set_fused_attention(model: nn.Module, enabled: bool) -> nn.Module:
-    """Make every MultiHeadAttention inside `model` use the fused kernel (True) or the explicit computation
-    (False) on its fast path."""
-    for module in model.modules():
-        if isinstance(module, MultiHeadAttention):
-            module.use_fused = bool(enabled)
-    return model
+    def _check_inputs(self, x_q, x_kv, mask, cache) -> None:
+        D = self.d_model
+        if not isinstance(x_q, torch.Tensor) or x_q.dim() != 3 or x_q.shape[-1] != D:
+            raise ValueError(f"x_q: expected shape (B, Tq, d_model={D}), got {tuple(getattr(x_q, 'shape', ()))}")
+        if not isinstance(x_kv, torch.Tensor) or x_kv.dim() != 3 or x_kv.shape[-1] != D \
+                or x_kv.shape[0] != x_q.shape[0]:
+            raise ValueError(f"x_kv: expected shape (B={x_q.shape[0]}, Tk, d_model={D}), "
+                             f"got {tuple(getattr(x_kv, 'shape', ()))}")
+        if cache is not None and self.training:
+            raise ValueError("cache: decoding with a key/value cache needs eval mode (no dropout); call "
+                             "model.eval() first")

@@ -3,7 +3,7 @@ the key/value cache.
 
 Both take any model with the Transformer's decoding interface: `config` (pad_id, src/tgt_vocab_size,
 max_len), `make_src_mask(src)`, `encode(src, src_mask)`, `decode(tgt_in, memory, src_mask)`, and for the
-cache `new_cache()` and `decode_cached(tgt_in, memory, cache, src_mask)`. With the cache (the default), each
+cache `new_cache()` and `decode(tgt_in, memory, src_mask, cache=cache)`. With the cache (the default), each
 step feeds only the newest token: the decoder's self-attention keys/values of earlier positions are kept,
 and the cross-attention keys/values are computed once per source. Without it, every step re-runs the decoder
 over the whole prefix, as the NumPy twin does (the quadratic baseline the cache removes).
@@ -55,7 +55,7 @@ def greedy_decode(model, src: torch.Tensor, max_len: int | None = None, bos_id: 
         cache = model.new_cache() if use_cache else None
         for _ in range(max_len):
             if cache is not None:
-                logits = model.decode_cached(ys[:, -1:], memory, cache, src_mask)  # (B, 1, V): the newest position
+                logits = model.decode(ys[:, -1:], memory, src_mask, cache=cache)  # (B, 1, V): the newest position
             else:
                 logits = model.decode(ys, memory, src_mask)  # (B, t, V): every position again
             next_token = logits[:, -1].argmax(-1)        # (B,)
@@ -107,7 +107,7 @@ def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6
             if cache is not None:
                 # (B, n_alive, 1): the newest token of every alive hypothesis (BOS at the first step)
                 last = alive_seq[:, :, -1:] if t > 0 else torch.full((B, 1, 1), bos_id, device=device)
-                logits = model.decode_cached(last.reshape(B * n_alive, 1), memory, cache, src_mask)  # (B*n_alive, 1, V)
+                logits = model.decode(last.reshape(B * n_alive, 1), memory, src_mask, cache=cache)  # (B*n_alive, 1, V)
             else:
                 bos = torch.full((B, n_alive, 1), bos_id, dtype=torch.long, device=device)          # (B, n_alive, 1)
                 prefix = torch.cat([bos, alive_seq], dim=2).reshape(B * n_alive, t + 1)           # (B*n_alive, t + 1)
@@ -231,7 +231,7 @@ def sample_decode(model, src: torch.Tensor, temperature: float = 1.0, top_k: int
         cache = model.new_cache() if use_cache else None
         for _ in range(max_len):
             if cache is not None:
-                logits = model.decode_cached(ys[:, -1:], memory, cache, src_mask)  # (B, 1, V)
+                logits = model.decode(ys[:, -1:], memory, src_mask, cache=cache)  # (B, 1, V)
             else:
                 logits = model.decode(ys, memory, src_mask)  # (B, t, V)
             probs = sampling_probs(logits[:, -1], temperature, top_k, top_p)  # (B, V)

@@ -18,10 +18,10 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
                  attention_dropout: float = 0.0, norm_first: bool = False, eps: float = 1e-5,
-                 positional: str | None = None, max_len: int = 512):
+                 positional: str | None = None, max_len: int = 512, fused: bool = True):
         super().__init__()
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout, positional, max_len)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout, positional, max_len, fused)
         self.ffn = FeedForward(d_model, d_ff)
         self.norm1 = LayerNorm(d_model, eps)
         self.norm2 = LayerNorm(d_model, eps)
@@ -34,7 +34,7 @@ class EncoderLayer(nn.Module):
 
         def self_attention(h):                           # keeps the weights for the caller
             nonlocal weights
-            out, weights = self.self_attn.attend(h, h, mask, need_weights)  # (B, S, D)
+            out, weights = self.self_attn(h, h, mask, need_weights)  # (B, S, D)
             return out
 
         x = residual(x, self_attention, self.norm1, self.norm_first, self.dropout, self.training)  # (B, S, D)
@@ -47,10 +47,10 @@ class Encoder(nn.Module):
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
                  attention_dropout: float = 0.0, norm_first: bool = False, eps: float = 1e-5,
-                 positional: str | None = None, max_len: int = 512):
+                 positional: str | None = None, max_len: int = 512, fused: bool = True):
         super().__init__()
         self.layers = nn.ModuleList([EncoderLayer(d_model, n_heads, d_ff, dropout, attention_dropout,
-                                                  norm_first, eps, positional, max_len)
+                                                  norm_first, eps, positional, max_len, fused)
                                      for _ in range(n_layers)])
         self.norm = LayerNorm(d_model, eps) if norm_first else None
 

@@ -1,8 +1,6 @@
 """The encoder-decoder Transformer of Vaswani et al. (2017), built from the modules of this package."""
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -41,9 +39,9 @@ class Transformer(nn.Module):
         else:
             self.positions = None                        # nothing added to the embeddings: RoPE / ALiBi
         self.encoder = Encoder(c.n_encoder_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.attention_dropout,
-                               c.norm_first, c.layer_norm_eps, c.attention_positional, c.max_len)
+                               c.norm_first, c.layer_norm_eps, c.attention_positional, c.max_len, c.fused_attention)
         self.decoder = Decoder(c.n_decoder_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.attention_dropout,
-                               c.norm_first, c.layer_norm_eps, c.attention_positional, c.max_len)
+                               c.norm_first, c.layer_norm_eps, c.attention_positional, c.max_len, c.fused_attention)
         if c.tie_output_embedding:
             self.W_out = None                            # logits = x E_tgt^T (Press & Wolf 2017)
         else:
@@ -83,13 +81,14 @@ class Transformer(nn.Module):
         return (memory, weights) if need_weights else memory
 
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor | None = None,
-               tgt_mask: torch.Tensor | None = None,
-               need_weights: bool = False) -> torch.Tensor | tuple[torch.Tensor, dict]:
+               tgt_mask: torch.Tensor | None = None, need_weights: bool = False,
+               cache: DecoderCache | None = None) -> torch.Tensor | tuple[torch.Tensor, dict]:
         """tgt_in (B, T), memory (B, S, D) -> logits (B, T, V_tgt) (and the weights with need_weights).
 
         src_mask must be given when the source had padding (encode's default is `make_src_mask(src)`).
-        weights = {"self": [(B, H, T, T)], "cross": [(B, H, T, S)]}. `decode_cached` is the fast path for
-        decoding one position at a time.
+        weights = {"self": [(B, H, T, T)], "cross": [(B, H, T, S)]}. While generating, `cache` (from
+        `new_cache`, eval mode) holds the keys and values of the positions decoded so far: tgt_in then holds only
+        the positions after them (usually the newest token), and the logits are theirs.
         """
         c = self.config
         check_tokens(tgt_in, c.tgt_vocab_size, "tgt_in")
@@ -97,12 +96,15 @@ class Transformer(nn.Module):
         if memory.dim() != 3 or memory.shape[0] != B or memory.shape[2] != c.d_model:
             raise ValueError(f"memory: expected shape (B={B}, S, d_model={c.d_model}), got {tuple(memory.shape)}")
         self._check_memory_dtype(memory)
-        if tgt_mask is None:
+        past = 0 if cache is None else cache.length      # the new positions are past .. past + T - 1
+        if tgt_mask is None and cache is None:
             tgt_mask = self.make_tgt_mask(tgt_in)        # (B, T, T)
+        elif tgt_mask is None and T > 1:                 # several new positions: causal, shifted by the past
+            tgt_mask = torch.ones(T, past + T, dtype=torch.bool, device=tgt_in.device).tril(past)[None]  # (1, T, t)
         y = self.tgt_embedding(tgt_in, "tgt_in")         # (B, T) -> (B, T, D)
-        y = self._add_positions(y)                       # (B, T, D)
+        y = self._add_positions(y, past)                 # (B, T, D)
         y = F.dropout(y, c.dropout, self.training)       # (B, T, D)
-        y, weights = self.decoder(y, memory, tgt_mask, src_mask, need_weights)  # (B, T, D)
+        y, weights = self.decoder(y, memory, tgt_mask, src_mask, need_weights, cache)  # (B, T, D)
         W = self.tgt_embedding.E if c.tie_output_embedding else self.W_out.weight  # (V, D) both
         logits = output_projection(y, W)                 # (B, T, D) -> (B, T, V)
         return (logits, weights) if need_weights else logits
@@ -117,32 +119,8 @@ class Transformer(nn.Module):
                             f"autocast), got {memory.dtype}; convert it with memory.to({dtype})")
 
     def new_cache(self) -> DecoderCache:
-        """An empty key/value cache for `decode_cached` (see `decoding.greedy_decode`)."""
+        """An empty key/value cache for `decode` while generating (see `decoding.greedy_decode`)."""
         return DecoderCache(len(self.decoder.layers))
-
-    def decode_cached(self, tgt_in: torch.Tensor, memory: torch.Tensor, cache: DecoderCache,
-                      src_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """The fast path of `decode` while generating (eval mode): tgt_in (B, T) holds only the positions after
-        those in `cache` (usually T = 1, the newest token); their keys and values join the cache, the earlier
-        ones are read from it, and the cross-attention keys and values of the memory are computed once.
-        Returns logits (B, T, V_tgt) of the new positions."""
-        if self.training:
-            raise ValueError("decode_cached: expected a model in eval mode (decoding applies no dropout); call "
-                             "model.eval() first")
-        c = self.config
-        T = tgt_in.shape[1]
-        past = cache.length
-        if past == 0:                                    # only the first step reads memory: later ones use the cache
-            self._check_memory_dtype(memory)
-        tgt_mask = None                                  # one new position may attend to every cached one
-        if T > 1:                                        # several: causal, shifted by the past
-            tgt_mask = torch.ones(T, past + T, dtype=torch.bool, device=tgt_in.device).tril(past)[None]  # (1, T, t)
-        # the ids are the model's own argmax (and a BOS that greedy_decode and beam_search check): no check per step
-        y = F.embedding(tgt_in, self.tgt_embedding.E) * math.sqrt(c.d_model)  # (B, T) -> (B, T, D)
-        y = self._add_positions(y, past)                 # (B, T, D): positions past .. past + T - 1
-        y = self.decoder.forward_cached(y, memory, tgt_mask, src_mask, cache)  # (B, T, D)
-        W = self.tgt_embedding.E if c.tie_output_embedding else self.W_out.weight  # (V, D)
-        return output_projection(y, W)                   # (B, T, V)
 
     # ------------------------------------------------------------------ the whole model
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, src_mask: torch.Tensor | None = None,
@@ -151,8 +129,8 @@ class Transformer(nn.Module):
         """src (B, S), tgt_in (B, T) -> logits (B, T, V_tgt). Masks are built from pad_id when None.
 
         With need_weights=True returns (logits, weights), weights = {"encoder": [(B, H, S, S)] per layer,
-        "decoder_self": [(B, H, T, T)], "decoder_cross": [(B, H, T, S)]}; this uses the teaching path of
-        attention (MultiHeadAttention.forward) instead of the fast one.
+        "decoder_self": [(B, H, T, T)], "decoder_cross": [(B, H, T, S)]}; attention is then written out
+        (the fused kernel never forms the weights).
         """
         check_tokens(src, self.config.src_vocab_size, "src")
         check_tokens(tgt_in, self.config.tgt_vocab_size, "tgt_in")
