@@ -24,13 +24,17 @@ newer than itself; `python3 tools/run.py release` creates that tag.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from markdown_it.renderer import RendererHTML
 from myst_nb.core.variables import format_plain_text
+from myst_parser.config.main import MdParserConfig
+from myst_parser.parsers.mdit import create_md_parser
 from pybtex.database import parse_string
 from pybtex.richtext import Text
 
@@ -41,15 +45,49 @@ GLUE_PREFIX_KEY = "mime_prefix"
 _SOLUTION_START = "\x00solution-start {}\x00"
 _SOLUTION_END = "\x00solution-end\x00"
 _SENTINEL = re.compile(r"\x00solution-(start|end) ?([^\x00]*)\x00")
-_DIRECTIVE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>.*)$")
-_PLAIN_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-_OPTION = re.compile(r"^[ \t]*:(?P<key>[\w-]+):[ \t]*(?P<value>.*)$")
-_TARGET = re.compile(r"^\((?P<label>[\w.:-]+)\)=[ \t]*$")
-# a role, an inline code span (left alone), or a substitution
-_INLINE = re.compile(r"\{(?P<role>[\w:-]+)\}`(?P<content>[^`]*)`|(?P<code>`+)(?:.|\n)*?(?P=code)"
-                     r"|\{\{\s*(?P<subst>[\w.-]+)\s*\}\}")
 _ADMONITIONS = {"note", "tip", "hint", "important", "warning", "caution", "attention", "danger", "error",
                 "seealso", "admonition"}
+
+
+# ---------------------------------------------------------------------------------------------- parsing MyST
+
+@functools.cache
+def _parser(extensions: frozenset[str]):
+    return create_md_parser(MdParserConfig(enable_extensions=set(extensions)), RendererHTML)
+
+
+def parse_myst(text: str) -> list:
+    """markdown-it-py's token stream of MyST text, with the MyST extensions _config.yml enables (the parser
+    the website's build uses)."""
+    extensions = (load_config().get("parse") or {}).get("myst_enable_extensions") or []
+    return _parser(frozenset(extensions)).parse(text)
+
+
+def _is_directive(token) -> bool:
+    return token.type in ("fence", "colon_fence") and token.info.strip().startswith("{")
+
+
+def directive_parts(token) -> tuple[str, str, dict, str]:
+    """(name, argument, options, body) of a directive's fence token: ```{name} argument, then `:key: value`
+    lines, then the body."""
+    name, _, argument = token.info.strip()[1:].partition("}")
+    lines = token.content.split("\n")
+    options = {}
+    while lines and lines[0].startswith(":"):
+        _, key, value = (lines[0].split(":", 2) + ["", ""])[:3]
+        if not key or not key.replace("-", "").replace("_", "").isalnum():
+            break
+        options[key] = value.strip()
+        lines.pop(0)
+    return name, argument.strip(), options, "\n".join(lines)
+
+
+def walk_myst(text: str):
+    """Every token of MyST text, the tokens of each directive's body following the directive's own."""
+    for token in parse_myst(text):
+        yield token
+        if _is_directive(token):
+            yield from walk_myst(directive_parts(token)[3])
 
 
 # ---------------------------------------------------------------------------------------------- configuration
@@ -119,29 +157,23 @@ def index_notebook(site: Site, docname: str, nb: dict) -> None:
     for position, cell in enumerate(nb["cells"]):
         source = _source(cell)
         if cell["cell_type"] == "markdown":
-            for figure in re.finditer(r"^:name:\s*(\S+)", source, flags=re.MULTILINE):
-                site.labels.setdefault(figure.group(1), {"doc": docname, "kind": "figure", "cell": position})
-            heading = re.search(r"^#\s+(.+)$", source, flags=re.MULTILINE)
-            if heading and docname not in site.titles:
-                site.titles[docname] = heading.group(1).strip()
-            lines = source.split("\n")
-            for i, line in enumerate(lines):
-                directive = _DIRECTIVE.match(line)
-                if directive and directive.group("name") in ("exercise", "exercise-start"):
-                    exercise += 1
-                    number = f"{chapter_prefix(docname)}.{exercise}"
-                    for option in lines[i + 1:]:
-                        found = _OPTION.match(option)
-                        if not found:
-                            break
-                        if found.group("key") == "label":
-                            site.labels[found.group("value").strip()] = {
-                                "doc": docname, "kind": "exercise", "text": f"Exercise {number}", "cell": position}
-                target = _TARGET.match(line)
-                if target:
-                    after = next((rest for rest in lines[i + 1:] if rest.strip()), "")
-                    site.labels[target.group("label")] = {"doc": docname, "kind": "target", "cell": position,
-                                                          "text": after.lstrip("#").strip() or target.group("label")}
+            tokens = list(walk_myst(source))
+            for i, token in enumerate(tokens):
+                if token.type == "heading_open" and token.tag == "h1" and docname not in site.titles:
+                    site.titles[docname] = tokens[i + 1].content.strip()
+                elif _is_directive(token):
+                    name, _, options, _ = directive_parts(token)
+                    if "name" in options:
+                        site.labels.setdefault(options["name"], {"doc": docname, "kind": "figure", "cell": position})
+                    if name in ("exercise", "exercise-start"):
+                        exercise += 1
+                        if "label" in options:
+                            site.labels[options["label"]] = {"doc": docname, "kind": "exercise", "cell": position,
+                                                             "text": f"Exercise {chapter_prefix(docname)}.{exercise}"}
+                elif token.type == "myst_target":
+                    after = next((t.content.split("\n")[0] for t in tokens[i + 1:] if t.type == "inline"), "")
+                    site.labels[token.content] = {"doc": docname, "kind": "target", "cell": position,
+                                                  "text": after.strip() or token.content}
         else:
             name = _figure_meta(cell).get("name")
             if name:
@@ -169,8 +201,9 @@ def build_site(root: Path = ROOT) -> Site:
         if path.exists():
             index_notebook(site, docname, json.loads(path.read_text()))
         elif (root / f"{docname}.md").exists():
-            heading = re.search(r"^#\s+(.+)$", (root / f"{docname}.md").read_text(), flags=re.MULTILINE)
-            site.titles[docname] = heading.group(1).strip() if heading else docname
+            tokens = parse_myst((root / f"{docname}.md").read_text())
+            site.titles[docname] = next((tokens[i + 1].content.strip() for i, t in enumerate(tokens)
+                                         if t.type == "heading_open" and t.tag == "h1"), docname)
     return site
 
 
@@ -256,51 +289,53 @@ def _glue(ctx: Context, role: str, content: str) -> str:
     return format_plain_text(bundle["text/plain"], spec)   # myst-nb's own formatting, as on the website
 
 
+def _inline_role(ctx: Context, role: str, content: str, before: str) -> str:
+    if role in ("cite", "cite:p", "cite:t"):
+        return _cite(ctx, role, content)
+    if role in ("numref", "ref", "eq", "doc"):
+        return _ref(ctx, role, content, before)
+    if role in ("glue", "glue:", "glue:any", "glue:text", "glue:md"):
+        return _glue(ctx, role, content)
+    if role in ("math",):
+        return f"${content}$"
+    if role in ("sub", "sup", "kbd", "abbr", "code", "literal", "samp", "file", "command"):
+        return f"`{content}`" if role in ("code", "literal", "samp", "file", "command", "kbd") else content
+    raise ctx.error(f"the role {{{role}}} has no Colab form yet (add one to tools/colab.py)")
+
+
+def _span(text: str, start: int, opening: str, closing: str) -> tuple[int, int]:
+    """(start, end) of the first `opening ... closing` at or after `start` (end is past `closing`)."""
+    begin = text.index(opening, start)
+    return begin, text.index(closing, begin + len(opening)) + len(closing)
+
+
 def convert_inline(text: str, ctx: Context) -> str:
-    """Roles and substitutions of one stretch of prose (no directives in it) as CommonMark."""
-    def replace(match):
-        if match.group("code"):
-            return match.group(0)
-        if match.group("subst"):
-            name = match.group("subst")
-            if name not in ctx.site.substitutions:
-                raise ctx.error(f"substitution {{{{ {name} }}}} is not defined in _config.yml")
-            return str(ctx.site.substitutions[name])
-        role, content = match.group("role"), match.group("content")
-        if role in ("cite", "cite:p", "cite:t"):
-            return _cite(ctx, role, content)
-        if role in ("numref", "ref", "eq", "doc"):
-            return _ref(ctx, role, content, text[:match.start()])
-        if role in ("glue", "glue:", "glue:any", "glue:text", "glue:md"):
-            return _glue(ctx, role, content)
-        if role in ("math",):
-            return f"${content}$"
-        if role in ("sub", "sup", "kbd", "abbr", "code", "literal", "samp", "file", "command"):
-            return f"`{content}`" if role in ("code", "literal", "samp", "file", "command", "kbd") else content
-        raise ctx.error(f"the role {{{role}}} has no Colab form yet (add one to tools/colab.py)")
-    return _INLINE.sub(replace, text)
+    """Roles and substitutions of one stretch of prose (no directives in it) as CommonMark.
 
-
-# ------------------------------------------------------------------------------------------------ directives
-
-def _closing(lines: list[str], start: int, fence: str) -> int:
-    """Index of the line closing the directive whose fence `fence` opened at line `start - 1`."""
-    i = start
-    while i < len(lines):
-        line = lines[i]
-        stripped = line.strip()
-        if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence):
-            return i
-        nested = _DIRECTIVE.match(line)
-        plain = _PLAIN_FENCE.match(line) if fence[0] == "`" else None
-        if nested:
-            i = _closing(lines, i + 1, nested.group("fence")) + 1
-            continue
-        if plain and plain.group("info").strip():   # a code block inside: its ``` must not close us
-            i = _closing(lines, i + 1, plain.group("fence")) + 1
-            continue
-        i += 1
-    raise ValueError(f"a directive fence {fence!r} is never closed")
+    The parser finds them (so a role inside a code span or maths is left alone); each one is then located in
+    the text, in order, to be replaced there: everything else stays exactly as written."""
+    replacements, cursor = [], 0
+    for block in parse_myst(text):
+        for token in block.children or []:
+            if token.type == "code_inline":
+                cursor = _span(text, cursor, token.markup, token.markup)[1]
+            elif token.type in ("math_inline", "math_inline_double"):
+                cursor = _span(text, cursor, token.markup, token.markup)[1]  # (its content may be re-indented)
+            elif token.type == "substitution_inline":
+                start, cursor = _span(text, cursor, "{{", "}}")
+                name = token.content.strip()
+                if name not in ctx.site.substitutions:
+                    raise ctx.error(f"substitution {{{{ {name} }}}} is not defined in _config.yml")
+                replacements.append((start, cursor, str(ctx.site.substitutions[name])))
+            elif token.type == "myst_role":
+                role = token.meta["name"]
+                start = text.index(f"{{{role}}}`", cursor)
+                ticks = len(text[start + len(role) + 2:]) - len(text[start + len(role) + 2:].lstrip("`"))
+                cursor = _span(text, start + len(role) + 2 + ticks, "", "`" * ticks)[1]
+                replacements.append((start, cursor, _inline_role(ctx, role, token.content, text[:start])))
+    for start, end, new in reversed(replacements):
+        text = text[:start] + new + text[end:]
+    return text
 
 
 def _blockquote(text: str) -> str:
@@ -345,43 +380,32 @@ def _directive(ctx: Context, name: str, arg: str, options: dict, body: str) -> s
 
 
 def convert_markdown(text: str, ctx: Context) -> str:
-    """One Markdown cell's MyST as CommonMark (solution-start/-end are left as sentinels for the caller)."""
+    """One Markdown cell's MyST as CommonMark (solution-start/-end are left as sentinels for the caller).
+
+    The parser's top-level blocks decide what is what: a directive is converted (its body recursively), a
+    code block is copied as it is, a label target is dropped (links point at the website instead), and the
+    prose between them keeps its lines, roles replaced."""
     lines = text.split("\n")
     out: list[str] = []
-    prose: list[str] = []
+    prose_from = 0                                   # the first line of prose not yet converted
 
-    def flush():
-        if prose:
-            out.append(_wrap_bare_environments(convert_inline("\n".join(prose), ctx)))
-            prose.clear()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        directive = _DIRECTIVE.match(line)
-        plain = _PLAIN_FENCE.match(line)
-        if directive:
-            flush()
-            end = _closing(lines, i + 1, directive.group("fence"))
-            body_start = i + 1
-            options = {}
-            while body_start < end and _OPTION.match(lines[body_start]):
-                option = _OPTION.match(lines[body_start])
-                options[option.group("key")] = option.group("value").strip()
-                body_start += 1
-            body = convert_markdown("\n".join(lines[body_start:end]), ctx)
-            out.append(_directive(ctx, directive.group("name"), directive.group("arg"), options, body))
-            i = end + 1
-        elif plain:
-            flush()
-            end = _closing(lines, i + 1, plain.group("fence"))
-            out.append("\n".join(lines[i:end + 1]))   # a code block is copied as it is
-            i = end + 1
-        elif _TARGET.match(line):
-            i += 1                                    # a label target: links point at the website instead
-        else:
-            prose.append(line)
-            i += 1
-    flush()
+    def flush(until: int) -> None:
+        prose = "\n".join(lines[prose_from:until])
+        if prose.strip():
+            out.append(_wrap_bare_environments(convert_inline(prose, ctx)))
+
+    for token in parse_myst(text):
+        if token.level != 0 or token.map is None or token.type not in ("fence", "colon_fence", "myst_target"):
+            continue
+        start, end = token.map
+        flush(start)
+        if _is_directive(token):
+            name, argument, options, body = directive_parts(token)
+            out.append(_directive(ctx, name, argument, options, convert_markdown(body, ctx)))
+        elif token.type == "fence":
+            out.append("\n".join(lines[start:end]))  # a code block is copied as it is
+        prose_from = end
+    flush(len(lines))
     # blocks are separated by one blank line; code inside them is left exactly as written
     return "\n\n".join(block.strip("\n") for block in out if block.strip())
 
