@@ -36,7 +36,7 @@ from ..config import TrainConfig
 from ..data.loader import Batch, BucketBatchSampler
 from ..data.vocab import Vocab
 from ..special_tokens import PAD_ID
-from ..torch.device import autocast, pick_device
+from ..torch.device import autocast, maybe_compile, needs_grad_scaler, pick_device
 from ..torch.loss import fast_cross_entropy
 from ..utils import set_seed
 from .checkpoint import average_state_dicts, check_vocabs, load_checkpoint, save_checkpoint, set_rng_state, unwrap_model
@@ -158,7 +158,7 @@ def start_run(model: nn.Module, train_loader: Iterable, config: TrainConfig, voc
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(config.adam_beta1, config.adam_beta2),
                                  eps=config.adam_eps, weight_decay=config.weight_decay)
     state = RunState(model, optimizer, make_scheduler(optimizer, width, config.warmup_steps, config.lr_factor),
-                     torch.amp.GradScaler(device.type, enabled=config.precision == "fp16"), device, world_size,
+                     torch.amp.GradScaler(device.type, enabled=needs_grad_scaler(config.precision)), device, world_size,
                      Path(out_dir) if out_dir is not None and rank == 0 else None, vocabs,
                      snapshots=collections.deque(maxlen=config.average_last))
     if resume_from is not None:
@@ -175,7 +175,7 @@ def wrap_model(model: nn.Module, device: torch.device, compile: bool) -> nn.Modu
     if distributed_info()[1] > 1:
         model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda"
                                                     else None)
-    return torch.compile(model) if compile else model
+    return maybe_compile(model, compile)
 
 
 def epoch_batches(loader: Iterable[Batch], state: RunState) -> Iterator[Batch]:
