@@ -48,7 +48,7 @@ BASE_TRAIN = dict(batch_size=32, warmup_steps=300, lr_factor=0.5, label_smoothin
 
 
 def run_variant(name: str, steps: int, seed: int, max_number: int) -> dict:
-    from transformer_course.config import get_preset, get_train_preset
+    from transformer_course.config import get_preset, train_recipe
     from transformer_course.data.loader import make_dataloader
     from transformer_course.data.tasks import number_translation
     from transformer_course.training.checkpoint import build_model
@@ -61,8 +61,9 @@ def run_variant(name: str, steps: int, seed: int, max_number: int) -> dict:
     src_vocab, tgt_vocab = data.build_vocabs()
     model_config = get_preset("course").replace(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
                                                 **{**BASE_MODEL, **model_over})
-    train_config = get_train_preset("course").replace(max_steps=steps, eval_every=steps, seed=seed,
-                                                      **{**BASE_TRAIN, **train_over})
+    # the chapter's recipe with the numbers task's stop rule off: every variant gets the same number of steps
+    train_config = train_recipe("course", "numbers", max_steps=steps, eval_every=steps, stop_when_perfect=0,
+                                monitor="loss", seed=seed, **{**BASE_TRAIN, **train_over})
     set_seed(seed)
     model = build_model(model_config)
     train_loader = make_dataloader(data.train, src_vocab, tgt_vocab, batch_size=train_config.batch_size, seed=seed)
