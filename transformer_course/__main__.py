@@ -321,9 +321,8 @@ def _check_resume(path: Path, model_config: ModelConfig, src_vocab, tgt_vocab) -
     with user_errors("--resume: "):
         checkpoint = load_checkpoint(path)
         check_vocabs(checkpoint, src_vocab, tgt_vocab, where=f"run in {path.parent}")
-    saved = checkpoint.get("model_config")
-    if saved != model_config.to_dict():
-        changed = sorted(k for k in model_config.to_dict() if (saved or {}).get(k) != model_config.to_dict()[k])
+    changed = model_config.differences(checkpoint.get("model_config"))
+    if changed:
         raise UsageError(f"--resume: {path} holds a model with other settings ({', '.join(changed)}); use the "
                          "same --preset and --set flags as the run, or start a new run in another --out")
 

@@ -134,7 +134,8 @@ def alibi_bias(n_heads: int, n_queries: int, n_keys: int, offset: int = 0, devic
     """bias[h, i, j] = -rho_h |(offset + i) - j| (H, Tq, Tk), added to head h's scores: a key's score falls
     linearly with its distance from the query. The decoder's causal mask hides j > i (Press et al.'s
     -rho_h (i - j)); the encoder penalises both directions alike (the course's choice). No parameters."""
-    # powers of two times whole distances: exact in float32 (MPS has no float64); float64 kept for checks
+    # slopes 2^(-8h/H) times whole distances: exact in float32 when H is a power of two up to 8 (the slopes are then
+    # powers of two); float32 either way, since MPS has no float64; float64 kept for checks
     work = torch.float64 if dtype == torch.float64 else torch.float32
     slopes = alibi_slopes(n_heads).to(work).to(device)  # (H,)
     queries = torch.arange(offset, offset + n_queries, device=device)  # (Tq,)

@@ -7,7 +7,7 @@ from torch import nn
 
 from ..config import ModelConfig
 from .decoder import Decoder, DecoderCache
-from .embedding import Embedding, check_tokens, output_projection
+from .embedding import Embedding, output_projection
 from .encoder import Encoder
 from .masks import causal_mask, combine_masks, padding_mask
 from .positional import LearnedPositions, SinusoidalPositions, check_length
@@ -71,7 +71,6 @@ class Transformer(nn.Module):
                need_weights: bool = False) -> torch.Tensor | tuple[torch.Tensor, list]:
         """src (B, S) -> memory (B, S, D); with need_weights, (memory, [weights (B, H, S, S) per encoder layer])."""
         c = self.config
-        check_tokens(src, c.src_vocab_size, "src")
         if src_mask is None:
             src_mask = self.make_src_mask(src)           # (B, 1, S)
         x = self.src_embedding(src, "src")               # (B, S) -> (B, S, D)
@@ -91,7 +90,6 @@ class Transformer(nn.Module):
         the positions after them (usually the newest token), and the logits are theirs.
         """
         c = self.config
-        check_tokens(tgt_in, c.tgt_vocab_size, "tgt_in")
         B, T = tgt_in.shape
         if memory.dim() != 3 or memory.shape[0] != B or memory.shape[2] != c.d_model:
             raise ValueError(f"memory: expected shape (B={B}, S, d_model={c.d_model}), got {tuple(memory.shape)}")
@@ -132,8 +130,6 @@ class Transformer(nn.Module):
         "decoder_self": [(B, H, T, T)], "decoder_cross": [(B, H, T, S)]}; attention is then written out
         (the fused kernel never forms the weights).
         """
-        check_tokens(src, self.config.src_vocab_size, "src")
-        check_tokens(tgt_in, self.config.tgt_vocab_size, "tgt_in")
         if src.shape[0] != tgt_in.shape[0]:
             raise ValueError(f"tgt_in: expected batch size {src.shape[0]} (as src), got {tgt_in.shape[0]}")
         if src_mask is None:

@@ -18,7 +18,7 @@ from .._optional import torch  # without PyTorch: an ImportError that names the 
 
 dist = torch.distributed  # (imported by `import torch`; a bare `import torch.distributed` would bypass _optional)
 
-__all__ = ["launched_by_torchrun", "setup_distributed", "cleanup_distributed", "is_main_process"]
+__all__ = ["launched_by_torchrun", "setup_distributed", "cleanup_distributed"]
 
 
 def launched_by_torchrun() -> bool:
@@ -56,6 +56,3 @@ def cleanup_distributed() -> None:
         dist.destroy_process_group()
 
 
-def is_main_process() -> bool:
-    """Rank 0, or the only process: the one that writes files and prints."""
-    return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0

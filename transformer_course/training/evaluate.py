@@ -60,7 +60,6 @@ def exact_match(hypotheses: Sequence, references: Sequence) -> float:
 
 def token_accuracy(logits: torch.Tensor, targets: torch.Tensor, pad_id: int = PAD_ID) -> tuple[int, int]:
     """(correct, counted): argmax predictions equal to the targets, over non-pad positions."""
-    B, T, V = logits.shape
     keep = targets != pad_id                              # (B, T)
     correct = (logits.argmax(-1) == targets) & keep       # (B, T)
     return int(correct.sum()), int(keep.sum())

@@ -61,14 +61,16 @@ def train(model: nn.Module, train_loader: Iterable[Batch], config: TrainConfig =
     Every `config.eval_every` steps, and when training stops: `evaluate_fn(model) -> metrics` (see
     `evaluate.make_evaluator`), a snapshot for averaging, `out_dir/best.pt` when `config.monitor` improved and
     `out_dir/last.pt`, then the stop rules (`history.stop_reason`). `vocabs` (source, target) are saved in the
-    checkpoints; `resume_from` continues a run exactly. `callbacks` receive {"event": "start" | "step" | "eval" |
+    checkpoints; `resume_from` continues a run exactly (the same batches in the same order when the loader's
+    batch sampler is a `BucketBatchSampler`, as `make_dataloader` builds; another loader starts its epoch over).
+    `callbacks` receive {"event": "start" | "step" | "eval" |
     "end", ...} dicts (default: a progress bar). The history's keys are listed in `history.py`.
     """
     state = start_run(model, train_loader, config, vocabs, out_dir, resume_from)
     runner = wrap_model(state.model, state.device, config.compile)
     callbacks = [ProgressBar()] if callbacks is None else list(callbacks)
     _emit(callbacks, event="start", step=state.step, max_steps=config.max_steps)
-    started = time.perf_counter()
+    started = time.perf_counter() - state.history["time_s"]   # a resumed run's time budget counts its past too
     while state.history["stop_reason"] is None:
         for batch in epoch_batches(train_loader, state):
             record = train_step(state, runner, batch.to(state.device, non_blocking=True), config)
@@ -83,7 +85,7 @@ def train(model: nn.Module, train_loader: Iterable[Batch], config: TrainConfig =
                 state.history["stop_reason"] = stop_reason(state.history, config, state.step, out_of_time)
                 if state.history["stop_reason"] is not None:
                     break
-    state.history["time_s"] += time.perf_counter() - started
+    state.history["time_s"] = time.perf_counter() - started
     average_snapshots(state, config, evaluate_fn)
     state.model.eval()
     _emit(callbacks, event="end", step=state.step,
@@ -333,7 +335,7 @@ def _check_arguments(model: nn.Module, train_loader, config, vocabs) -> int:
 def _resume_checkpoint(path, model: nn.Module, vocabs: Vocabs | None, device: torch.device) -> dict:
     checkpoint = load_checkpoint(path, map_location=device)
     check_vocabs(checkpoint, *(vocabs or (None, None)), where=f"checkpoint {path}")
-    if hasattr(model, "config") and checkpoint["model_config"] != model.config.to_dict():
+    if hasattr(model, "config") and model.config.differences(checkpoint["model_config"]):
         raise ValueError(f"resume_from: {path} holds a model with config {checkpoint['model_config']}, but the "
                          f"model given has {model.config.to_dict()}")
     return checkpoint
