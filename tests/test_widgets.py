@@ -95,7 +95,7 @@ def test_every_widget_redraws_in_a_kernel_when_a_control_moves(tmp_path, monkeyp
     nbformat = pytest.importorskip("nbformat")
     pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
-    import execute_notebooks  # tools/: the notebook client that does not miss a widget cell's reply
+    from tools import execute_notebooks  # the notebook client that does not miss a widget cell's reply
     monkeypatch.delenv("MPLBACKEND", raising=False)   # the kernel's inline backend makes the figures
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in widget_probe.cells(1)])
     execute_notebooks.notebook_client(nb, timeout=300, kernel_name="python3",

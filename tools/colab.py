@@ -56,11 +56,15 @@ def _parser(extensions: frozenset[str]):
     return create_md_parser(MdParserConfig(enable_extensions=set(extensions)), RendererHTML)
 
 
+@functools.cache
+def _book_extensions() -> frozenset[str]:
+    return frozenset((load_config().get("parse") or {}).get("myst_enable_extensions") or [])
+
+
 def parse_myst(text: str) -> list:
     """markdown-it-py's token stream of MyST text, with the MyST extensions _config.yml enables (the parser
     the website's build uses)."""
-    extensions = (load_config().get("parse") or {}).get("myst_enable_extensions") or []
-    return _parser(frozenset(extensions)).parse(text)
+    return _parser(_book_extensions()).parse(text)
 
 
 def _is_directive(token) -> bool:

@@ -423,7 +423,8 @@ def junit_counts(path: Path) -> dict[str, int] | None:
 
 
 def install_leg(leg, wheel: Path, env: dict[str, str], names: list[str]) -> dict:
-    """The leg's fresh virtual environment: the package's wheel, the leg's pins, pytest. Returns the legs-table
+    """The leg's fresh virtual environment: the package's wheel, the leg's pins, pytest (and PyYAML, with which the
+    repository's tests read _config.yml). Returns the legs-table
     row so far; its "python_bin" is the environment's interpreter, absent when the leg cannot run."""
     row = {"leg": leg.name, "python": leg.python, "result": "FAILED (set-up)"}
     if leg.torch and "torch" not in leg.pins:  # an unpinned torch could pull a multi-gigabyte CUDA build
@@ -443,7 +444,7 @@ def install_leg(leg, wheel: Path, env: dict[str, str], names: list[str]) -> dict
     # --no-compile: byte-compiling every installed file (torch has thousands) costs more than the tests need
     if run_stage(f"{leg.name}: pip install", [leg_python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
                                              "--no-compile", requirement, *pins,
-                                             "pytest", "pytest-xdist", "hypothesis"],
+                                             "pytest", "pytest-xdist", "hypothesis", "PyYAML"],
                  env=env) != 0:
         return row
     row.update(installed_versions(leg_python, names))

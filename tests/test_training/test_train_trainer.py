@@ -60,7 +60,7 @@ def test_patience_stops_when_the_monitored_metric_stops_improving(make_model, ru
 
 
 def test_perfect_evaluations_stop_training_and_a_resumed_run_stops_at_the_same_step(make_model, run, tiny_config,
-                                                                                     tmp_path):
+                                                                                    tmp_path):
     """The stop rule reads the history only: scores (fed in, one per evaluation) perfect at 3 successive
     evaluations end the run; a run interrupted in the middle of the streak and resumed stops at the same step."""
     def scripted(scores):
