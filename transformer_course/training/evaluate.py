@@ -27,8 +27,8 @@ from ..torch.loss import cross_entropy
 from ..utils import eval_mode
 
 __all__ = ["exact_match", "token_accuracy", "perplexity", "corpus_bleu", "corpus_chrf", "strip_eos",
-           "generate_ids", "evaluate", "make_evaluator", "translate", "evaluate_pairs", "exact_match_by_stratum",
-           "evaluate_task", "MIN_STRATUM", "LAG"]
+           "generate_ids", "evaluate", "make_evaluator", "coverage_of", "translate", "evaluate_pairs",
+           "exact_match_by_stratum", "evaluate_task", "MIN_STRATUM", "LAG"]
 
 MIN_STRATUM = 20      # a stratum is reported on its own when it holds at least this many pairs
 LAG = 0.02            # a stratum lags when its exact match is this far below the overall one
@@ -199,11 +199,18 @@ def make_evaluator(val_loader: Iterable, config, vocabs: tuple[Vocab, Vocab] | N
         metrics.pop("hypotheses", None)
         metrics.pop("bleu_signature", None)
         if coverage:
-            outputs = translate(model, [s for s, _ in coverage], src_vocab, tgt_vocab)
-            metrics["coverage"] = sum(o == t for o, (_, t) in zip(outputs, coverage)) / len(coverage)
+            metrics["coverage"], _ = coverage_of(model, coverage, src_vocab, tgt_vocab)
         return metrics
 
     return evaluate_fn
+
+
+def coverage_of(model, pairs: Sequence[tuple[str, str]], src_vocab: Vocab, tgt_vocab: Vocab, beam_size: int = 1,
+                device: str | torch.device | None = None) -> tuple[float, list[tuple[str, str, str]]]:
+    """(the share of must-know `pairs` translated exactly right, the misses as (source, output, reference))."""
+    outputs = translate(model, [s for s, _ in pairs], src_vocab, tgt_vocab, beam_size=beam_size, device=device)
+    misses = [(s, o, t) for (s, t), o in zip(pairs, outputs) if o != t]
+    return 1.0 - len(misses) / len(pairs), misses
 
 
 @torch.no_grad()
@@ -276,9 +283,6 @@ def evaluate_task(model, data, src_vocab: Vocab, tgt_vocab: Vocab, split: str = 
     metrics["errors"] = [(s, o, t) for (s, t), o in zip(pairs, metrics["hypotheses_text"]) if o != t][:MAX_ERRORS]
     metrics["coverage"], metrics["coverage_errors"] = None, []
     if data.coverage:
-        outputs = translate(model, [s for s, _ in data.coverage], src_vocab, tgt_vocab, beam_size=beam_size,
-                            device=device)
-        misses = [(s, o, t) for (s, t), o in zip(data.coverage, outputs) if o != t]
-        metrics["coverage"] = 1.0 - len(misses) / len(data.coverage)
-        metrics["coverage_errors"] = misses
+        metrics["coverage"], metrics["coverage_errors"] = coverage_of(model, data.coverage, src_vocab, tgt_vocab,
+                                                                      beam_size, device)
     return metrics

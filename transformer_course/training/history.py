@@ -8,7 +8,9 @@ A history is a dict:
 * "best": the evaluation where `TrainConfig.monitor` was best; "averaged": the metrics of the averaged model;
 * "stop_reason": one of STOP_REASONS; "time_s": seconds spent in the training loop.
 
-The stop rules read the history alone, so a resumed run decides exactly as an uninterrupted one would.
+The stop rules read the recipe, the evaluations kept in the history, the step and whether the time budget ran
+out (which counts the history's time_s): all of it restored with a checkpoint, so a resumed run decides exactly
+as an uninterrupted one would.
 """
 from __future__ import annotations
 
