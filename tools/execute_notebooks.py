@@ -20,6 +20,7 @@ the cells after an exercise draw other random numbers than the book's: they must
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -133,6 +134,14 @@ def run_student_edition(path: str) -> tuple[str, float]:
     raise AssertionError("unreachable")
 
 
+def longest_first(paths: list[str]) -> list[str]:
+    """The notebooks in the order that ends soonest on a few workers: the longest first, by the times that
+    benchmarks/chapter_times.py measured (a notebook it did not time goes first: it may be long)."""
+    times_file = ROOT / "benchmarks" / "results" / "chapter_times.json"
+    measured = json.loads(times_file.read_text())["notebooks"] if times_file.exists() else {}
+    return sorted(paths, key=lambda path: -measured.get(Path(path).name, {}).get("seconds", float("inf")))
+
+
 def student_editions() -> list[str]:
     """The student edition of every chapter, written afresh into _build/student-run/."""
     from .colab import write_colab_notebooks
@@ -163,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     if not paths:
         print("execute_notebooks: no notebooks found", file=sys.stderr)
         return 1
+    paths = longest_first(paths)
     os.environ["PYTHONHASHSEED"] = "0"
     failures = 0
     pool_type = ThreadPoolExecutor if args.student else ProcessPoolExecutor   # students: a process each already

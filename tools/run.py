@@ -161,7 +161,9 @@ def setup() -> None:
     if STAMP.exists() and STAMP.read_text() == _fingerprint():
         print("=== set-up: .venv is up to date (requirements.txt and pyproject.toml unchanged)")
         return
-    pip = [str(PYTHON), "-m", "pip", "install", "--disable-pip-version-check"]
+    # --no-compile: pip would byte-compile every file of every package (13 s for PyTorch alone, measured); Python
+    # compiles on first import only what is used
+    pip = [str(PYTHON), "-m", "pip", "install", "--disable-pip-version-check", "--no-compile"]
     if os.environ.get("TC_WHEELHOUSE"):  # offline: install from a wheelhouse built by `run.py wheelhouse`
         pip += ["--no-index", "--find-links", os.environ["TC_WHEELHOUSE"]]
     stage("install requirements", pip + ["-q", "-r", "requirements.txt"])
