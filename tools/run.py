@@ -161,9 +161,9 @@ def setup() -> None:
     if STAMP.exists() and STAMP.read_text() == _fingerprint():
         print("=== set-up: .venv is up to date (requirements.txt and pyproject.toml unchanged)")
         return
-    # --no-compile: pip would byte-compile every file of every package (13 s for PyTorch alone, measured); Python
-    # compiles on first import only what is used
-    pip = [str(PYTHON), "-m", "pip", "install", "--disable-pip-version-check", "--no-compile"]
+    # byte-compiled at install (pip's default): where PYTHONDONTWRITEBYTECODE is set, as on this course's CI
+    # machine, a package installed with --no-compile is compiled again by every process that imports it
+    pip = [str(PYTHON), "-m", "pip", "install", "--disable-pip-version-check"]
     if os.environ.get("TC_WHEELHOUSE"):  # offline: install from a wheelhouse built by `run.py wheelhouse`
         pip += ["--no-index", "--find-links", os.environ["TC_WHEELHOUSE"]]
     stage("install requirements", pip + ["-q", "-r", "requirements.txt"])
