@@ -26,10 +26,19 @@ import sys
 import traceback
 from pathlib import Path
 
-from .config import MODEL_PRESETS, MONITORS, TRAIN_PRESETS, ModelConfig, TrainConfig, get_preset, train_recipe
+from .config import (
+    MODEL_PRESETS,
+    MONITORS,
+    TOKENIZATION,
+    TRAIN_PRESETS,
+    ModelConfig,
+    TrainConfig,
+    get_preset,
+    train_recipe,
+)
 
 PROG = "transformer-course"
-TASK_CHOICES = ("numbers", "copy", "reverse", "sort", "tsv")
+TASK_CHOICES = ("numbers", "copy", "reverse", "sort", "tsv", "trans-de-en")
 # the files `train` writes into --out; a folder holding any of them is a run
 RUN_FILES = ("model.pt", "last.pt", "best.pt", "averaged.pt", "src_vocab.json", "tgt_vocab.json", "history.json")
 EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
@@ -174,11 +183,12 @@ def _add_data_args(p: argparse.ArgumentParser, defaults: bool = True) -> None:
     g = p.add_argument_group("data")
     g.add_argument("--task", choices=TASK_CHOICES, default="numbers" if defaults else None,
                    help="numbers: number words translated (offline); copy/reverse/sort: toy tasks; "
-                        "tsv: a Tatoeba/Anki file given with --corpus (default: %(default)s)")
+                        "tsv: a Tatoeba/Anki file given with --corpus; trans-de-en: the example sentences of the "
+                        "Ding dictionary (apt-get install trans-de-en) (default: %(default)s)")
     g.add_argument("--src-lang", choices=NUMBER_LANGUAGES, default=None,
-                   help="numbers: source language (default: en)")
+                   help="numbers, trans-de-en: source language (default: en for numbers, de for trans-de-en)")
     g.add_argument("--tgt-lang", choices=NUMBER_LANGUAGES, default=None,
-                   help="numbers: target language (default: fr)")
+                   help="numbers, trans-de-en: target language (default: fr for numbers, en for trans-de-en)")
     g.add_argument("--max-number", type=_int_at_least(1), default=9999,
                    help="numbers: size knob, numbers 0..N (default: 9999)")
     g.add_argument("--max-len", type=_int_at_least(1), default=10,
@@ -188,28 +198,52 @@ def _add_data_args(p: argparse.ArgumentParser, defaults: bool = True) -> None:
                    help="validation examples (tsv: distinct source sentences; default: 5%%, at most 500)")
     g.add_argument("--n-test", type=_int_at_least(1), default=None,
                    help="test examples (tsv: distinct source sentences; default: 10%%, at most 1000)")
-    g.add_argument("--corpus", default=None, metavar="FILE", help="tsv: path of the tab-separated corpus")
+    g.add_argument("--corpus", default=None, metavar="FILE",
+                   help="tsv: path of the tab-separated corpus; trans-de-en: the Ding dictionary file "
+                        "(default: /usr/share/trans/de-en)")
+    g.add_argument("--tokenizer", choices=("word", "char", "bpe"), default=None,
+                   help="tsv, trans-de-en: how text is cut into tokens (default: word for tsv, bpe for trans-de-en)")
+    g.add_argument("--vocab-size", type=_int_at_least(5), default=None, metavar="N",
+                   help="tsv, trans-de-en: tokens in the vocabulary; with bpe, one joint vocabulary for both "
+                        f"languages (default for trans-de-en: {TOKENIZATION['trans-de-en']['vocab_size']}; "
+                        "word: every word of the training split)")
     g.add_argument("--data-seed", type=_int_at_least(0), default=0, help="seed of the data split (default: 0)")
 
 
 def _data_args(args) -> dict:
     """The data spec (saved with a checkpoint), after checking that every flag given applies to the task."""
     task = args.task
-    if task != "numbers":
+    if task not in ("numbers", "trans-de-en"):
         for flag, value in (("--src-lang", args.src_lang), ("--tgt-lang", args.tgt_lang)):
             if value is not None:
-                raise UsageError(f"{flag}: applies to --task numbers only (the task is {task!r})")
-    if task != "tsv" and args.corpus is not None:
-        raise UsageError(f"--corpus: applies to --task tsv only (the task is {task!r}); add --task tsv")
+                raise UsageError(f"{flag}: applies to --task numbers and trans-de-en only (the task is {task!r})")
+    if task not in ("tsv", "trans-de-en"):
+        for flag, value in (("--corpus", args.corpus), ("--tokenizer", args.tokenizer),
+                            ("--vocab-size", args.vocab_size)):
+            if value is not None:
+                raise UsageError(f"{flag}: applies to --task tsv and trans-de-en only (the task is {task!r})")
     if task == "tsv" and not args.corpus:
         raise UsageError("--corpus: expected a TSV file path with --task tsv")
-    src_lang = args.src_lang or ("en" if args.tgt_lang != "en" else "fr")
-    tgt_lang = args.tgt_lang or ("fr" if src_lang != "fr" else "en")
-    if task == "numbers" and src_lang == tgt_lang:
+    if task == "trans-de-en":
+        src_lang = args.src_lang or ("en" if args.tgt_lang == "de" else "de")
+        tgt_lang = args.tgt_lang or ("de" if src_lang == "en" else "en")
+        if {src_lang, tgt_lang} != {"de", "en"}:
+            raise UsageError(f"--src-lang/--tgt-lang: trans-de-en translates de->en or en->de, got "
+                             f"{src_lang}->{tgt_lang}")
+    else:
+        src_lang = args.src_lang or ("en" if args.tgt_lang != "en" else "fr")
+        tgt_lang = args.tgt_lang or ("fr" if src_lang != "fr" else "en")
+    if src_lang == tgt_lang:
         raise UsageError(f"--src-lang/--tgt-lang: expected two different languages, got {src_lang!r} twice")
     spec = {"task": task, "src_lang": src_lang, "tgt_lang": tgt_lang, "max_number": args.max_number,
             "max_len": args.max_len, "n_train": args.n_train, "n_val": args.n_val, "n_test": args.n_test,
             "corpus": args.corpus, "data_seed": args.data_seed}
+    if task in TOKENIZATION:
+        spec["tokenizer"] = args.tokenizer or TOKENIZATION[task]["tokenizer"]
+        spec["vocab_size"] = args.vocab_size or (TOKENIZATION[task]["vocab_size"] if args.tokenizer in (None, "bpe")
+                                                 else None)
+        if spec["tokenizer"] == "bpe" and spec["vocab_size"] is None:
+            raise UsageError("--vocab-size: expected the number of BPE tokens to learn with --tokenizer bpe")
     if task == "numbers":                            # which numbers are held out: saved with the checkpoint
         from .data.tasks import SPLIT_VERSIONS
         spec["split"] = SPLIT_VERSIONS[-1]
@@ -219,6 +253,7 @@ def _data_args(args) -> dict:
 def _make_data(spec: dict):
     """The task's ParallelData; any problem with the data or the corpus file is a UsageError."""
     from .data.corpora import load_tsv_corpus
+    from .data.ding import load_ding
     from .data.tasks import make_task
     task, seed = spec["task"], spec["data_seed"]
     sizes = {k: spec.get(k) for k in ("n_val", "n_test", "n_train") if spec.get(k) is not None}
@@ -233,7 +268,15 @@ def _make_data(spec: dict):
                 raise UsageError(f"--corpus: no file at {path}" + (" (it is a folder)" if path.is_dir() else ""))
             if "n_train" in sizes:
                 raise UsageError("--n-train: not used with --task tsv (the corpus gives the training pairs)")
-            return load_tsv_corpus(path, n_val=sizes.get("n_val"), n_test=sizes.get("n_test"), seed=seed)
+            return load_tsv_corpus(path, n_val=sizes.get("n_val"), n_test=sizes.get("n_test"), seed=seed,
+                                   tokenizer=spec.get("tokenizer", "word"), vocab_size=spec.get("vocab_size"))
+        if task == "trans-de-en":
+            from .data.ding import DING_PATH, missing_corpus_message
+            path = Path(spec["corpus"]) if spec["corpus"] else DING_PATH
+            if not path.is_file():
+                raise UsageError("--" + missing_corpus_message(path))
+            return load_ding(spec["corpus"], spec["src_lang"], spec["tgt_lang"], tokenizer=spec["tokenizer"],
+                             vocab_size=spec["vocab_size"], **sizes)
         return make_task(task, max_len=spec["max_len"], seed=seed, **sizes)
 
 

@@ -9,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass, fields
 from typing import Any
 
-__all__ = ["ModelConfig", "TrainConfig", "MODEL_PRESETS", "TRAIN_PRESETS", "STOP_RULES", "get_preset",
+__all__ = ["ModelConfig", "TrainConfig", "MODEL_PRESETS", "TRAIN_PRESETS", "STOP_RULES", "TOKENIZATION", "get_preset",
            "get_train_preset", "train_recipe", "POSITIONAL_KINDS", "ATTENTION_POSITIONAL", "MONITORS"]
 
 
@@ -228,6 +228,15 @@ STOP_RULES: dict[str, dict] = {
     "reverse": {"monitor": "exact_match", "stop_when_perfect": 3},
     "sort": {"monitor": "exact_match", "stop_when_perfect": 3},
     "tsv": {"monitor": "loss", "patience": 4},
+    "trans-de-en": {"monitor": "loss", "patience": 4},
+}
+
+# How the tasks that read real text cut it into tokens, unless the command line says otherwise: words for a
+# Tatoeba/Anki file (`vocab_size` None: every word of the training split), one joint BPE of `vocab_size` tokens
+# for the Ding sentences (chapter 10 measures why).
+TOKENIZATION: dict[str, dict] = {
+    "tsv": {"tokenizer": "word", "vocab_size": None},
+    "trans-de-en": {"tokenizer": "bpe", "vocab_size": 2000},
 }
 
 

@@ -39,6 +39,9 @@ REQUIREMENTS = (
                 untested_floor="declared, not run here: only one CPU build of PyTorch is reachable"),
     # 0.4.3: load_model(..., device=) loads the shipped model onto the CPU whatever device it was saved from.
     Requirement("safetensors", "0.4.3", "torch"),
+    # 0.22: Google Colab's preinstalled version is 0.22.2; data.bpe.learn_bpe_fast learns the same merges as the
+    # course's BPE with it (tests/test_data/test_data_bpe.py)
+    Requirement("tokenizers", "0.22", "torch"),
 )
 
 
@@ -56,8 +59,9 @@ LEGS = (
     Leg("pinned", "3.11", torch=True, runs="`python3 tools/run.py test` (requirements.txt): everything",
         pins={"numpy": "2.4.6", "matplotlib": "3.11.2", "ipywidgets": "8.1.9", "tqdm": "4.70.1",
               "pygments": "2.21.0", "sacrebleu": "2.6.0", "num2words": "0.5.14", "torch": "2.13.0",
-              "safetensors": "0.8.0"}),
-    Leg("numpy-1.26", "3.11", torch=True, pins={"numpy": "1.26.4", "torch": "2.13.0", "safetensors": "0.4.3"}),
+              "safetensors": "0.8.0", "tokenizers": "0.22.2"}),
+    Leg("numpy-1.26", "3.11", torch=True, pins={"numpy": "1.26.4", "torch": "2.13.0", "safetensors": "0.4.3",
+                                                "tokenizers": "0.22"}),
     Leg("floors", "3.10", torch=False, pins={r.name: r.floor for r in REQUIREMENTS if r.extra is None}),
     Leg("python-3.10", "3.10", torch=False),
     Leg("python-3.12", "3.12", torch=False),

@@ -87,3 +87,22 @@ def test_the_command_line_trains_the_recipe_the_api_names(flags, preset, task, o
     from transformer_course.config import train_recipe
     args = build_parser().parse_args(["train", *flags, "--out", str(tmp_path / "run")])
     assert resolve_train_config(args, _data_args(args)) == train_recipe(preset, task, **overrides)
+
+
+def test_train_trans_de_en_with_bpe_then_translate_and_evaluate(tmp_path, capsys):
+    """`--task trans-de-en` on a file in the Ding dictionary's format (the project's own sentences): a joint BPE
+    vocabulary is learned and saved with the run, and the run translates and evaluates after reloading."""
+    corpus = tmp_path / "de-en"
+    corpus.write_text("# written for this test\n" + "\n".join(
+        f"Der Hund {i} läuft nach Hause. :: The dog {i} runs home." for i in range(30)) + "\n", encoding="utf-8")
+    out = tmp_path / "run"
+    assert main(["train", "--task", "trans-de-en", "--corpus", str(corpus), "--n-test", "4", "--n-val", "4",
+                 "--vocab-size", "40", "--preset", "tiny", "--max-steps", "2", "--device", "cpu", "--threads", "1",
+                 "--no-progress", "--out", str(out)]) == 0
+    assert "task ding-de-en: 22 train / 4 val / 4 test pairs; vocabularies 40 / 40" in capsys.readouterr().out
+    assert json.loads((out / "src_vocab.json").read_text())["tokenizer"] == "bpe"
+    assert main(["translate", "--checkpoint", str(out), "--device", "cpu", "Der Hund 3 läuft."]) == 0
+    assert capsys.readouterr().out.count("\n") == 1      # one line (untrained after two steps: any pieces)
+    assert main(["evaluate", "--checkpoint", str(out), "--device", "cpu", "--split", "test"]) == 0
+    report = capsys.readouterr().out
+    assert "ding-de-en test: 4 pairs" in report and "chrF" in report and "(nrefs:1|" in report

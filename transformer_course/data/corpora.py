@@ -136,12 +136,13 @@ def split_pairs(pairs: list[tuple[str, str]], n_val: int, n_test: int, seed: int
 
 def load_tsv_corpus(path: str | os.PathLike, n_val: int | None = None, n_test: int | None = None, seed: int = 0,
                     src_col: int = 0, tgt_col: int = 1, tokenizer: str = "word",
-                    max_tokens: int | None = None) -> ParallelData:
+                    max_tokens: int | None = None, vocab_size: int | None = None) -> ParallelData:
     """A Tatoeba/Anki TSV file as a `ParallelData`, split by source sentence (see `split_pairs`).
 
     `n_val` and `n_test` count distinct source sentences; by default 5% and 10% of them (at most 500 and 1000,
     at least 1 each), so a corpus of any size splits. `max_tokens` drops pairs whose source or target is longer
-    (in whitespace words) — the usual way to keep a CPU run short.
+    (in whitespace words) — the usual way to keep a CPU run short. `tokenizer` ("word", "char" or "bpe") and
+    `vocab_size` are the data's (`ParallelData.build_vocabs`).
     """
     pairs = read_tsv_pairs(path, src_col, tgt_col)
     if max_tokens is not None:
@@ -153,7 +154,7 @@ def load_tsv_corpus(path: str | os.PathLike, n_val: int | None = None, n_test: i
     n_test = default_test if n_test is None else n_test
     train, val, test = split_pairs(pairs, n_val, n_test, seed)
     return ParallelData(train, val, test, src_tokenizer=tokenizer, tgt_tokenizer=tokenizer,
-                        name=Path(path).stem,
+                        name=Path(path).stem, vocab_size=vocab_size,
                         info=dict(path=str(path), n_val=n_val, n_test=n_test, seed=seed, max_tokens=max_tokens))
 
 

@@ -36,11 +36,22 @@ class ParallelData:
     info: dict = field(default_factory=dict)   # how it was made (arguments), for checkpoints and reports
     strata: dict = field(default_factory=dict)  # split name -> one group label per pair ("3 digits"), if any
     coverage: Pairs = field(default_factory=list)  # pairs that must always be right (all in train), if any
+    vocab_size: int | None = None  # "bpe": the tokens to learn; word/char: the most to keep (None: all)
 
-    def build_vocabs(self, min_freq: int = 1) -> tuple[Vocab, Vocab]:
-        """Source and target vocabularies built from the *training* split only."""
-        return (Vocab.build((s for s, _ in self.train), self.src_tokenizer, min_freq),
-                Vocab.build((t for _, t in self.train), self.tgt_tokenizer, min_freq))
+    def build_vocabs(self, min_freq: int = 1, vocab_size: int | None = None) -> tuple[Vocab, Vocab]:
+        """Source and target vocabularies built from the *training* split only (`vocab_size`: the data's own
+        when not given). With the "bpe" tokeniser on both sides, one BPE of `vocab_size` tokens is learned from
+        both sides together (joint BPE, as Sennrich et al. (2016) did for related languages: a name or number is
+        split the same way in both), and both vocabularies are that one."""
+        vocab_size = self.vocab_size if vocab_size is None else vocab_size
+        if self.src_tokenizer == "bpe" or self.tgt_tokenizer == "bpe":
+            if self.src_tokenizer != self.tgt_tokenizer:
+                raise ValueError(f"tokenizer: BPE is learned for both sides together; got source "
+                                 f"{self.src_tokenizer!r} and target {self.tgt_tokenizer!r}")
+            joint = Vocab.build([text for pair in self.train for text in pair], "bpe", max_size=vocab_size)
+            return joint, joint
+        return (Vocab.build((s for s, _ in self.train), self.src_tokenizer, min_freq, vocab_size),
+                Vocab.build((t for _, t in self.train), self.tgt_tokenizer, min_freq, vocab_size))
 
     def split(self, name: str) -> Pairs:
         if name not in ("train", "val", "test"):

@@ -1,9 +1,10 @@
-"""Tokenisers (character and word level) and vocabularies with fixed special tokens.
+"""Tokenisers (character, word and subword level) and vocabularies with fixed special tokens.
 
 A `Vocab` maps tokens to integer ids and back. Ids 0-3 are always the special tokens of
 `transformer_course.special_tokens` (pad, bos, eos, unk), which this module re-exports.
 A vocabulary remembers its tokeniser, so `encode`/`decode` turn text into ids and back in one call, and it
-saves to and loads from a small JSON file.
+saves to and loads from a small JSON file. A subword (BPE) vocabulary is learned from text
+(`Vocab.build(texts, "bpe", max_size=N)`) and saves its merges with its tokens.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from ..special_tokens import BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, SPECIALS, UNK, UNK_ID
 from ..utils import atomic_write_text
+from .bpe import BPE, learn_bpe_fast
 
 __all__ = ["PAD", "BOS", "EOS", "UNK", "SPECIALS", "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID",
            "CharTokenizer", "WordTokenizer", "get_tokenizer", "Vocab"]
@@ -61,17 +63,23 @@ class WordTokenizer:
 _TOKENIZERS = {"char": CharTokenizer, "word": WordTokenizer}
 
 
-def get_tokenizer(name: str):
-    """The tokeniser called `name` ("char" or "word")."""
+def get_tokenizer(name):
+    """The tokeniser called `name` ("char" or "word"); a learned `BPE` is returned as it is."""
+    if isinstance(name, BPE):
+        return name
+    if name == "bpe":
+        raise ValueError("tokenizer: 'bpe' is learned from text: Vocab.build(texts, 'bpe', max_size=N), "
+                         "or pass a learned BPE (transformer_course.data.bpe)")
     if name not in _TOKENIZERS:
-        raise ValueError(f"tokenizer: expected one of {sorted(_TOKENIZERS)}, got {name!r}")
+        raise ValueError(f"tokenizer: expected one of {sorted(_TOKENIZERS)}, 'bpe' or a BPE, got {name!r}")
     return _TOKENIZERS[name]()
 
 
 class Vocab:
-    """Token <-> id mapping; ids 0..3 are pad, bos, eos, unk; the tokeniser is part of the vocabulary."""
+    """Token <-> id mapping; ids 0..3 are pad, bos, eos, unk; the tokeniser is part of the vocabulary
+    ("char", "word", or a learned `BPE`, whose vocabulary this is)."""
 
-    def __init__(self, tokens: Iterable[str], tokenizer: str = "word"):
+    def __init__(self, tokens: Iterable[str], tokenizer: str | BPE = "word"):
         tokens = list(tokens)
         if tuple(tokens[:4]) != SPECIALS:
             tokens = list(SPECIALS) + [t for t in tokens if t not in SPECIALS]
@@ -79,6 +87,9 @@ class Vocab:
             dupes = sorted(t for t, n in Counter(tokens).items() if n > 1)
             raise ValueError(f"tokens: expected unique tokens, got duplicates {dupes[:10]}")
         self.tokenizer = get_tokenizer(tokenizer)
+        if isinstance(self.tokenizer, BPE) and tokens != self.tokenizer.vocabulary():
+            raise ValueError("tokens: a BPE vocabulary's tokens are its BPE's vocabulary() "
+                             f"({len(self.tokenizer.vocabulary())} tokens), got {len(tokens)} others")
         self.itos: list[str] = tokens
         self.stoi: dict[str, int] = {t: i for i, t in enumerate(tokens)}
 
@@ -86,7 +97,12 @@ class Vocab:
     @classmethod
     def build(cls, texts: Iterable[str], tokenizer: str = "word", min_freq: int = 1,
               max_size: int | None = None) -> Vocab:
-        """A vocabulary of the tokens in `texts`, most frequent first (ties: alphabetical, so it is stable)."""
+        """A vocabulary of the tokens in `texts`, most frequent first (ties: alphabetical, so it is stable).
+        With tokenizer "bpe", `max_size` merges are learned from `texts` (`learn_bpe_fast`; min_freq unused)."""
+        if tokenizer == "bpe":
+            if max_size is None:
+                raise ValueError("max_size: a BPE vocabulary needs its size (the number of tokens to learn), got None")
+            return cls.from_bpe(learn_bpe_fast(texts, max_size))
         tok = get_tokenizer(tokenizer)
         counts = Counter(t for text in texts for t in tok.tokenize(text))
         ordered = sorted((t for t, n in counts.items() if n >= min_freq and t not in SPECIALS),
@@ -94,6 +110,11 @@ class Vocab:
         if max_size is not None:
             ordered = ordered[: max(0, max_size - len(SPECIALS))]
         return cls(list(SPECIALS) + ordered, tokenizer=tokenizer)
+
+    @classmethod
+    def from_bpe(cls, bpe: BPE) -> Vocab:
+        """The vocabulary of a learned BPE: its tokens in its order (special tokens, characters, merges)."""
+        return cls(bpe.vocabulary(), tokenizer=bpe)
 
     # -- lookups ---------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -103,7 +124,8 @@ class Vocab:
         return token in self.stoi
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Vocab) and self.itos == other.itos and self.tokenizer.name == other.tokenizer.name
+        return (isinstance(other, Vocab) and self.itos == other.itos and self.tokenizer.name == other.tokenizer.name
+                and (not isinstance(self.tokenizer, BPE) or self.tokenizer == other.tokenizer))
 
     def __repr__(self) -> str:
         return f"Vocab(size={len(self)}, tokenizer={self.tokenizer.name!r})"
@@ -142,7 +164,10 @@ class Vocab:
 
     # -- persistence -----------------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        return {"tokenizer": self.tokenizer.name, "tokens": list(self.itos)}
+        values = {"tokenizer": self.tokenizer.name, "tokens": list(self.itos)}
+        if isinstance(self.tokenizer, BPE):
+            values["bpe"] = self.tokenizer.to_dict()
+        return values
 
     @classmethod
     def from_dict(cls, values: dict) -> Vocab:
@@ -153,6 +178,8 @@ class Vocab:
             raise ValueError("vocabulary: expected 'tokens' to be a list of strings")
         if tuple(tokens[:4]) != SPECIALS:
             raise ValueError(f"vocabulary: expected the first four tokens to be {SPECIALS}, got {tuple(tokens[:4])}")
+        if values["tokenizer"] == "bpe":
+            return cls(tokens, tokenizer=BPE.from_dict(values.get("bpe")))
         return cls(tokens, tokenizer=values["tokenizer"])
 
     def save(self, path: str | os.PathLike) -> None:
@@ -176,6 +203,8 @@ class Vocab:
             return None
         if self.tokenizer.name != other.tokenizer.name:
             return f"tokenizer {self.tokenizer.name!r} vs {other.tokenizer.name!r}"
+        if isinstance(self.tokenizer, BPE) and self.tokenizer != other.tokenizer and self.itos == other.itos:
+            return "the same tokens, other BPE merges"
         for i, (a, b) in enumerate(zip(self.itos, other.itos)):
             if a != b:
                 return f"sizes {len(self)} vs {len(other)}; first difference at id {i}: {a!r} vs {b!r}"
