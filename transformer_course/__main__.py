@@ -34,6 +34,7 @@ from .config import (
     ModelConfig,
     TrainConfig,
     get_preset,
+    train_preset_for,
     train_recipe,
 )
 
@@ -380,10 +381,8 @@ def resolve_train_config(args, spec: dict) -> TrainConfig:
     if args.compile:
         overrides["compile"] = True
     overrides["device"] = args.device
-    preset = args.train_preset or (args.preset if args.preset in TRAIN_PRESETS else
-                                   "paper" if args.preset.startswith("paper") else "course")
     with user_errors("--train-set: "):
-        return train_recipe(preset, spec["task"], **overrides)
+        return train_recipe(args.train_preset or train_preset_for(args.preset), spec["task"], **overrides)
 
 
 def cmd_train(args) -> int:

@@ -9,8 +9,9 @@ import dataclasses
 from dataclasses import dataclass, fields
 from typing import Any
 
-__all__ = ["ModelConfig", "TrainConfig", "MODEL_PRESETS", "TRAIN_PRESETS", "STOP_RULES", "TOKENIZATION", "get_preset",
-           "get_train_preset", "train_recipe", "POSITIONAL_KINDS", "ATTENTION_POSITIONAL", "MONITORS"]
+__all__ = ["ModelConfig", "TrainConfig", "MODEL_PRESETS", "TRAIN_PRESETS", "STOP_RULES", "TOKENIZATION",
+           "get_preset", "get_train_preset", "train_preset_for", "train_recipe", "POSITIONAL_KINDS",
+           "ATTENTION_POSITIONAL", "MONITORS"]
 
 
 ATTENTION_POSITIONAL = ("rope", "alibi")   # position terms applied inside self-attention, not to embeddings
@@ -252,6 +253,15 @@ def get_train_preset(name: str) -> TrainConfig:
     if name not in TRAIN_PRESETS:
         raise ValueError(f"train preset: expected one of {sorted(TRAIN_PRESETS)}, got {name!r}")
     return TRAIN_PRESETS[name]
+
+
+def train_preset_for(model_preset: str) -> str:
+    """The training preset that goes with a model preset: its namesake ("course", "gpu", "tiny"), "paper" for
+    "paper-base" and "paper-big" (the paper trained both with one recipe), else "course"."""
+    get_preset(model_preset)
+    if model_preset in TRAIN_PRESETS:
+        return model_preset
+    return "paper" if model_preset.startswith("paper") else "course"
 
 
 def train_recipe(preset: str = "course", task: str | None = None, **overrides) -> TrainConfig:

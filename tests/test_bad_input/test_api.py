@@ -210,7 +210,8 @@ def test_parallel_files_of_different_lengths(tmp_path):
 @pytest.mark.parametrize("content, message", [
     ("{not json", "vocab.json: not a vocabulary file"),
     ('{"tokenizer": "char", "tokens": ["a", "b"]}', "vocab.json: not a vocabulary file .*first four tokens"),
-    ('{"tokenizer": "bpe", "tokens": ["<pad>", "<bos>", "<eos>", "<unk>"]}', "vocab.json: .*tokenizer"),
+    ('{"tokenizer": "spaces", "tokens": ["<pad>", "<bos>", "<eos>", "<unk>"]}', "vocab.json: .*tokenizer"),
+    ('{"tokenizer": "bpe", "tokens": ["<pad>", "<bos>", "<eos>", "<unk>"]}', "vocab.json: .*its 'bpe' entry"),
     ('{"tokenizer": "char", "tokens": ["<pad>", "<bos>", "<eos>", "<unk>", 7]}', "list of strings"),
 ])
 def test_malformed_vocabulary_files(tmp_path, content, message):

@@ -77,6 +77,7 @@ def test_train_with_a_position_term_in_attention(positional, tmp_path, capsys):
     (["--task", "reverse"], "course", "reverse", {}),
     (["--preset", "tiny", "--max-steps", "1200"], "tiny", "numbers", {"max_steps": 1200}),
     (["--preset", "paper-base", "--task", "sort"], "paper", "sort", {}),
+    (["--preset", "gpu", "--task", "trans-de-en"], "gpu", "trans-de-en", {}),
     (["--train-set", "patience=2", "--monitor", "loss", "--seed", "3"], "course", "numbers",
      {"patience": 2, "monitor": "loss", "seed": 3}),
 ])

@@ -179,7 +179,9 @@ class Vocab:
         if tuple(tokens[:4]) != SPECIALS:
             raise ValueError(f"vocabulary: expected the first four tokens to be {SPECIALS}, got {tuple(tokens[:4])}")
         if values["tokenizer"] == "bpe":
-            return cls(tokens, tokenizer=BPE.from_dict(values.get("bpe")))
+            if "bpe" not in values:
+                raise ValueError("vocabulary: a 'bpe' vocabulary needs its 'bpe' entry (the merges and the alphabet)")
+            return cls(tokens, tokenizer=BPE.from_dict(values["bpe"]))
         return cls(tokens, tokenizer=values["tokenizer"])
 
     def save(self, path: str | os.PathLike) -> None:
