@@ -97,9 +97,19 @@ def test_every_widget_redraws_in_a_kernel_when_a_control_moves(tmp_path, monkeyp
     pytest.importorskip("ipykernel")
     from tools import execute_notebooks  # the notebook client that does not miss a widget cell's reply
     monkeypatch.delenv("MPLBACKEND", raising=False)   # the kernel's inline backend makes the figures
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in widget_probe.cells(1)])
-    execute_notebooks.notebook_client(nb, timeout=300, kernel_name="python3",
-                                      resources={"metadata": {"path": str(tmp_path)}}).execute()
+    from nbclient.exceptions import CellTimeoutError
+    for attempt in (1, 2):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in widget_probe.cells(1)])
+        try:   # the probe takes seconds; 120 s means a hang
+            execute_notebooks.notebook_client(nb, timeout=120, kernel_name="python3",
+                                              resources={"metadata": {"path": str(tmp_path)}}).execute()
+            break
+        except CellTimeoutError:
+            # now and then kernel and client both go idle after a widget cell and the client waits forever (seen
+            # in CI's floors leg, ipywidgets 7.7.1; tools/execute_notebooks.py retries its student runs for the
+            # same reason): a fresh kernel, once
+            if attempt == 2:
+                raise
     found = widget_probe.report(nb.cells[-1].outputs[0]["text"])
     expected = {"softmax_scaling", "mask", "positional", "warmup"}
     if importlib.util.find_spec("torch") is not None:
