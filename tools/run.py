@@ -426,8 +426,8 @@ def junit_counts(path: Path) -> dict[str, int] | None:
 
 def install_leg(leg, wheel: Path, env: dict[str, str], names: list[str]) -> dict:
     """The leg's fresh virtual environment: the package's wheel, the leg's pins, pytest (and PyYAML, with which the
-    repository's tests read _config.yml). Returns the legs-table
-    row so far; its "python_bin" is the environment's interpreter, absent when the leg cannot run."""
+    repository's tests read _config.yml). Returns the legs-table row so far; its "python_bin" is the
+    environment's interpreter, absent when the leg cannot run."""
     row = {"leg": leg.name, "python": leg.python, "result": "FAILED (set-up)"}
     if leg.torch and "torch" not in leg.pins:  # an unpinned torch could pull a multi-gigabyte CUDA build
         raise ValueError(f"leg {leg.name}: a leg with PyTorch must pin torch")

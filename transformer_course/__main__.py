@@ -239,9 +239,10 @@ def _data_args(args) -> dict:
     spec = {"task": task, "src_lang": src_lang, "tgt_lang": tgt_lang, "max_number": args.max_number,
             "max_len": args.max_len, "n_train": args.n_train, "n_val": args.n_val, "n_test": args.n_test,
             "corpus": args.corpus, "data_seed": args.data_seed}
-    if task in TOKENIZATION:
-        spec["tokenizer"] = args.tokenizer or TOKENIZATION[task]["tokenizer"]
-        spec["vocab_size"] = args.vocab_size or (TOKENIZATION[task]["vocab_size"] if args.tokenizer in (None, "bpe")
+    if task in TOKENIZATION:                          # the task's default size goes with its default tokeniser
+        default = TOKENIZATION[task]
+        spec["tokenizer"] = args.tokenizer or default["tokenizer"]
+        spec["vocab_size"] = args.vocab_size or (default["vocab_size"] if spec["tokenizer"] == default["tokenizer"]
                                                  else None)
         if spec["tokenizer"] == "bpe" and spec["vocab_size"] is None:
             raise UsageError("--vocab-size: expected the number of BPE tokens to learn with --tokenizer bpe")
@@ -254,7 +255,7 @@ def _data_args(args) -> dict:
 def _make_data(spec: dict):
     """The task's ParallelData; any problem with the data or the corpus file is a UsageError."""
     from .data.corpora import load_tsv_corpus
-    from .data.ding import load_ding
+    from .data.ding import DING_PATH, load_ding, missing_corpus_message
     from .data.tasks import make_task
     task, seed = spec["task"], spec["data_seed"]
     sizes = {k: spec.get(k) for k in ("n_val", "n_test", "n_train") if spec.get(k) is not None}
@@ -272,7 +273,6 @@ def _make_data(spec: dict):
             return load_tsv_corpus(path, n_val=sizes.get("n_val"), n_test=sizes.get("n_test"), seed=seed,
                                    tokenizer=spec.get("tokenizer", "word"), vocab_size=spec.get("vocab_size"))
         if task == "trans-de-en":
-            from .data.ding import DING_PATH, missing_corpus_message
             path = Path(spec["corpus"]) if spec["corpus"] else DING_PATH
             if not path.is_file():
                 raise UsageError("--" + missing_corpus_message(path))

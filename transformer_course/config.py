@@ -222,7 +222,8 @@ TRAIN_PRESETS: dict[str, TrainConfig] = {
 # ..., the round hundreds and thousands) came out right at 3 successive evaluations. The numbers up to 9,999 get
 # there well within the 3000 steps the course preset used to run; the numbers up to 99,999 need more (German
 # "null" is learned last; benchmarks/bench_german_zero.py). Copy, reverse and sort have one right answer too. A
-# TSV corpus has none: it stops when the validation loss has not improved at 4 successive evaluations (patience).
+# TSV corpus and the Ding sentences (trans-de-en) have none: they stop when the validation loss has not improved
+# at 4 successive evaluations (patience).
 STOP_RULES: dict[str, dict] = {
     "numbers": {"monitor": "exact_match", "stop_when_perfect": 3},
     "copy": {"monitor": "exact_match", "stop_when_perfect": 3},
@@ -234,7 +235,7 @@ STOP_RULES: dict[str, dict] = {
 
 # How the tasks that read real text cut it into tokens, unless the command line says otherwise: words for a
 # Tatoeba/Anki file (`vocab_size` None: every word of the training split), one joint BPE of `vocab_size` tokens
-# for the Ding sentences (chapter 10 measures why).
+# for the Ding sentences (a provisional size: benchmarks/bench_real_sentences.py is choosing the task's recipe).
 TOKENIZATION: dict[str, dict] = {
     "tsv": {"tokenizer": "word", "vocab_size": None},
     "trans-de-en": {"tokenizer": "bpe", "vocab_size": 2000},

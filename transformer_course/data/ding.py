@@ -29,7 +29,7 @@ import re
 from pathlib import Path
 
 from .corpora import CorpusError, _open_text, _utf8_lines
-from .tasks import ParallelData
+from .tasks import ParallelData, _check_sizes
 
 __all__ = ["DING_PATH", "DING_INSTALL", "DING_DOWNLOAD", "read_ding_pairs", "load_ding", "ding_split_key"]
 
@@ -101,11 +101,7 @@ def load_ding(path: str | os.PathLike | None = None, src_lang: str = "de", tgt_l
     if {src_lang, tgt_lang} != set(LANGUAGES):
         raise ValueError(f"src_lang/tgt_lang: expected 'de' and 'en' (either way round), got {src_lang!r} and "
                          f"{tgt_lang!r}")
-    for name, value in (("n_val", n_val), ("n_test", n_test)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}: expected a positive integer, got {value!r}")
-    if n_train is not None and (isinstance(n_train, bool) or not isinstance(n_train, int) or n_train < 1):
-        raise ValueError(f"n_train: expected a positive integer or None, got {n_train!r}")
+    _check_sizes(n_val=n_val, n_test=n_test, **({} if n_train is None else {"n_train": n_train}))
     path = DING_PATH if path is None else Path(path)
     pairs = sorted(read_ding_pairs(path), key=lambda pair: ding_split_key(pair[0]))
     if len(pairs) <= n_test + n_val:
