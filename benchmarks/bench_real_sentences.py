@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from _results import write_results
@@ -53,7 +53,7 @@ def run_one(name: str, flags: list[str], seed: int, threads: int, corpus: str | 
     history = json.loads((out / "history.json").read_text(encoding="utf-8"))
     row = {"name": name, "flags": shlex.join(flags), "seed": seed, "steps": history["step"][-1],
            "train_s": history["time_s"], "process_s": wall, "stop_reason": history["stop_reason"],
-           "command": shlex.join(command[1:])}
+           "command": shlex.join(command[1:]), "curve": curve(history)}
     for split in ("val", "test"):
         evaluation = subprocess.run(base + ["evaluate", "--checkpoint", str(out), "--split", split,
                                             "--show-errors", "0"], capture_output=True, text=True)
@@ -62,6 +62,13 @@ def run_one(name: str, flags: list[str], seed: int, threads: int, corpus: str | 
                              f"{evaluation.stderr[-2000:]}")
         row[split] = _scores(evaluation.stdout)
     return row
+
+
+def curve(history: dict) -> dict:
+    """The validation loss and token accuracy at each evaluation of a run (what more steps bought)."""
+    return {"step": [e["step"] for e in history["eval"]],
+            "loss": [round(e["loss"], 3) for e in history["eval"]],
+            "token_accuracy": [round(e["token_accuracy"], 3) for e in history["eval"]]}
 
 
 def table(rows: list[dict]) -> str:
@@ -98,13 +105,18 @@ def main(argv: list[str] | None = None) -> int:
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = [pool.submit(run_one, name, flags, seed, args.threads, args.corpus, workdir)
                    for name, flags, seed in jobs]
-        for future in futures:
+        for future in as_completed(futures):         # each row as soon as its run ends
             rows.append(future.result())
             print(table(rows[-1:]).splitlines()[-1], flush=True)
+    order = {(name, seed): i for i, (name, _, seed) in enumerate(jobs)}
+    rows.sort(key=lambda row: order[row["name"], row["seed"]])
     print()
     print(table(rows))
     if args.save:
-        write_results("real_sentences", {"threads": args.threads, "jobs": args.jobs, "rows": rows})
+        import torch
+        gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+        write_results("real_sentences", "bench_real_sentences.py", argv,
+                      {"threads": args.threads, "jobs": args.jobs, "gpu": gpu, "rows": rows})
     return 0
 
 

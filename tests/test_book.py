@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The course's chapter order, the order of _toc.yml: file stems start with their number.
 CHAPTER_ORDER = ["attention_history", "bahdanau", "general_attention", "self_attention", "multi_head",
-                 "positional", "encoder", "decoder", "training"]
+                 "positional", "encoder", "decoder", "training", "real_sentences"]
 
 
 def toc_files() -> list[str]:

@@ -23,7 +23,7 @@ Three rules make the result exact and reproducible:
   characters of the training text by code point, then each merged symbol in the order it was made.
 - **Ties.** When two pairs are equally frequent, the pair whose left symbol comes first in that order wins (then
   the right symbol): the rule of `tokenizers`' `BpeTrainer`, so that `learn_bpe` and `learn_bpe_fast` learn
-  the same merges in the same order (tests/test_data/test_bpe.py checks it).
+  the same merges in the same order (tests/test_data/test_data_bpe.py checks it).
 
 `learn_bpe` is written to be read: it counts every pair again after each merge, which takes seconds on a page
 of text and far too long on a corpus. `learn_bpe_fast` learns the same merges with the Rust library `tokenizers`

@@ -1,0 +1,93 @@
+"""Translations and attention of one model trained on the Ding sentences, for the chapter "Real sentences".
+
+    python benchmarks/real_sentences_examples.py --checkpoint RUN_DIR --save
+
+RUN_DIR is a folder written by `transformer-course train --task trans-de-en` (German -> English), for example
+the seed-0 run of `bench_real_sentences.py --keep DIR`. The script translates the 1,000 test sentences with
+greedy search, scores each with sacreBLEU's sentence-level chrF, and keeps (with --save, in
+benchmarks/results/real_sentences_examples.json):
+- corpus BLEU and chrF of the whole test split (they must equal what `evaluate` printed for the run);
+- how many translations are exactly the reference, and the share of sentences by chrF band;
+- a few translations by rule, not by hand: the three of 4 to 8 source words with the highest chrF, the three
+  nearest the median chrF and the three with the lowest chrF (ties broken by the SHA-256 split key);
+- for the best of those, the decoder's cross-attention (last layer, mean over heads) while it reads its own
+  translation back, rounded to 2 decimals: what the chapter draws.
+The sentences are the Ding dictionary's (GPL-2+): the file quotes only the few it shows.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+import sacrebleu
+import torch
+from _results import write_results
+
+from transformer_course.data.ding import ding_split_key, load_ding
+from transformer_course.training.checkpoint import model_from_checkpoint
+from transformer_course.training.evaluate import translate
+
+N_SHOW = 3
+
+
+def cross_attention(model, src_vocab, tgt_vocab, source: str, output: str) -> dict:
+    """The last decoder layer's cross-attention, mean over heads, while the model reads `output` after `source`."""
+    src = torch.tensor([src_vocab.encode(source)])                                  # (1, S)
+    tgt = tgt_vocab.encode(output, add_bos=True, add_eos=True)
+    tgt_in = torch.tensor([tgt[:-1]])                                               # (1, T)
+    with torch.no_grad():
+        _, weights = model(src, tgt_in, need_weights=True)
+    cross = weights["decoder_cross"][-1][0].mean(0)                                 # (T, S)
+    return {"source_tokens": [src_vocab.id_to_token(i) for i in src[0].tolist()],
+            "output_tokens": [tgt_vocab.id_to_token(i) for i in tgt[1:]],         # what each row predicts
+            "weights": [[round(w, 2) for w in row] for row in cross.tolist()]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", required=True, help="a trans-de-en (de->en) run folder or its model.pt")
+    parser.add_argument("--corpus", default=None, help="the Ding dictionary file (default: /usr/share/trans/de-en)")
+    parser.add_argument("--save", action="store_true", help="write benchmarks/results/real_sentences_examples.json")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)                     # one thread: the same sums in the same order on every machine
+    path = args.checkpoint.rstrip("/")
+    model, src_vocab, tgt_vocab, checkpoint = model_from_checkpoint(path if path.endswith(".pt")
+                                                                    else f"{path}/model.pt")
+    data = load_ding(args.corpus)
+    sources, references = [s for s, _ in data.test], [t for _, t in data.test]
+    outputs = translate(model, sources, src_vocab, tgt_vocab)
+    bleu = sacrebleu.corpus_bleu(outputs, [references])
+    chrf = sacrebleu.corpus_chrf(outputs, [references])
+    rows = [{"source": s, "reference": r, "output": o, "chrf": round(sacrebleu.sentence_chrf(o, [r]).score, 1),
+             "key": ding_split_key(s)} for s, r, o in zip(sources, references, outputs)]
+    scores = [row["chrf"] for row in rows]
+    median = statistics.median(scores)
+    short = [row for row in rows if 4 <= len(row["source"].split()) <= 8]
+    best = sorted(short, key=lambda row: (-row["chrf"], row["key"]))[:N_SHOW]
+    middle = sorted(short, key=lambda row: (abs(row["chrf"] - median), row["key"]))[:N_SHOW]
+    worst = sorted(short, key=lambda row: (row["chrf"], row["key"]))[:N_SHOW]
+    bands = [(0, 20), (20, 40), (40, 60), (60, 80), (80, 101)]
+    results = {
+        "checkpoint_command": checkpoint.get("extra", {}).get("command"),
+        "bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2),
+        "exact": sum(o == r for o, r in zip(outputs, references)), "n": len(rows),
+        "median_sentence_chrf": median,
+        "chrf_bands": {f"{low}-{min(high, 100)}": sum(low <= x < high for x in scores) for low, high in bands},
+        "examples": {"best": best, "median": middle, "worst": worst},
+        "attention": cross_attention(model, src_vocab, tgt_vocab, best[0]["source"], best[0]["output"]),
+    }
+    for group, chosen in results["examples"].items():
+        for row in chosen:
+            row.pop("key")
+            print(f"{group:<7} chrF {row['chrf']:5.1f}  {row['source']}\n{'':20}-> {row['output']}\n"
+                  f"{'':20}   ({row['reference']})")
+    print(f"test: BLEU {results['bleu']}, chrF {results['chrf']}, exact {results['exact']} of {results['n']}, "
+          f"median sentence chrF {median}, bands {results['chrf_bands']}")
+    if args.save:
+        print(write_results("real_sentences_examples", "real_sentences_examples.py", argv, results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
