@@ -27,20 +27,18 @@ from _results import write_results
 from transformer_course.data.ding import ding_split_key, load_ding
 from transformer_course.training.checkpoint import model_from_checkpoint
 from transformer_course.training.evaluate import translate
+from transformer_course.viz.widgets import translate_with_weights
 
 N_SHOW = 3
 
 
 def cross_attention(model, src_vocab, tgt_vocab, source: str, output: str) -> dict:
-    """The last decoder layer's cross-attention, mean over heads, while the model reads `output` after `source`."""
-    src = torch.tensor([src_vocab.encode(source)])                                  # (1, S)
-    tgt = tgt_vocab.encode(output, add_bos=True, add_eos=True)
-    tgt_in = torch.tensor([tgt[:-1]])                                               # (1, T)
-    with torch.no_grad():
-        _, weights = model(src, tgt_in, need_weights=True)
+    """The last decoder layer's cross-attention, mean over heads, while the model writes `output` for `source`."""
+    translation, source_tokens, output_tokens, weights = translate_with_weights(model, src_vocab, tgt_vocab, source)
+    if translation != output:
+        raise AssertionError(f"{source!r}: one sentence alone translated as {translation!r}, in a batch {output!r}")
     cross = weights["decoder_cross"][-1][0].mean(0)                                 # (T, S)
-    return {"source_tokens": [src_vocab.id_to_token(i) for i in src[0].tolist()],
-            "output_tokens": [tgt_vocab.id_to_token(i) for i in tgt[1:]],         # what each row predicts
+    return {"source_tokens": source_tokens, "output_tokens": output_tokens,        # rows: the token written
             "weights": [[round(w, 2) for w in row] for row in cross.tolist()]}
 
 

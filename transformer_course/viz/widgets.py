@@ -22,7 +22,7 @@ from ..numpy.masks import causal_mask, combine_masks, lengths_to_mask
 from .attention import plot_attention
 from .positional import plot_positional_heatmap
 
-__all__ = ["softmax_scaling_figure", "softmax_scaling_widget", "mask_figure", "mask_widget",
+__all__ = ["translate_with_weights", "softmax_scaling_figure", "softmax_scaling_widget", "mask_figure", "mask_widget",
            "positional_figure", "positional_widget", "warmup_figure", "warmup_widget",
            "attention_explorer_figure", "attention_explorer"]
 
@@ -209,8 +209,9 @@ def warmup_widget():
 
 # --- attention explorer for the shipped trained model -------------------------------------------------------
 
-def _translate_with_weights(model, src_vocab, tgt_vocab, sentence: str):
-    """Greedy translation of one sentence, then one teacher-forced pass over it to collect every weight map."""
+def translate_with_weights(model, src_vocab, tgt_vocab, sentence: str):
+    """Greedy translation of one sentence, then one teacher-forced pass over it to collect every weight map:
+    (translation, source tokens, output tokens, weights as `model(..., need_weights=True)` returns them)."""
     from .._optional import torch  # an ImportError that names the extra to install
     from ..torch.decoding import greedy_decode
 
@@ -236,7 +237,7 @@ def attention_explorer_figure(model, src_vocab, tgt_vocab, sentence: str, kind: 
     kinds = ("encoder", "decoder_self", "decoder_cross")
     if kind not in kinds:
         raise ValueError(f"kind: expected one of {kinds}, got {kind!r}")
-    translation, src_tokens, tgt_tokens, weights = _translate_with_weights(model, src_vocab, tgt_vocab, sentence)
+    translation, src_tokens, tgt_tokens, weights = translate_with_weights(model, src_vocab, tgt_vocab, sentence)
     layers = weights[kind]
     if not 1 <= layer <= len(layers):
         raise ValueError(f"layer: expected a value from 1 to {len(layers)}, got {layer}")
