@@ -12,6 +12,7 @@ On a loaded machine one thread is often faster: the matrices are small and waiti
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import platform
 import statistics
@@ -21,7 +22,7 @@ import time
 
 def _set_blas_threads(argv: list[str]) -> None:
     """OpenBLAS reads its thread count when NumPy loads it, so --threads must be applied before `import numpy`."""
-    for flag, value in zip(argv, argv[1:]):
+    for flag, value in itertools.pairwise(argv):
         if flag == "--threads" and value.isdigit() and int(value) > 0 and "numpy" not in sys.modules:
             for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
                 os.environ[name] = value

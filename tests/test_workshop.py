@@ -83,11 +83,11 @@ def test_every_deck_opens_offline_with_maths_and_figures(kit, tmp_path):
     assert not problems, "\n".join(problems)
     assert len(report) - 1 == len(decks) == len(workshop.slides.chapter_notebooks(workshop.slides.build_site(ROOT)))
     for line in report[1:]:
-        name, slides, maths, images = line.split()
+        _name, slides, _maths, images = line.split()
         assert int(slides) >= 4 and int(images) > 0, line     # title, objectives, tagged figures, exercises
     assert len(list((ROOT / "_build" / "slides-check").glob("*.png"))) >= len(decks)
 
 
 def test_unknown_chapter_is_a_clear_error(tmp_path):
-    with pytest.raises(ValueError, match="--chapters: not in _toc.yml: book/99_nothing"):
+    with pytest.raises(ValueError, match=r"--chapters: not in _toc.yml: book/99_nothing"):
         workshop.build(tmp_path / "kit", ["99_nothing"])

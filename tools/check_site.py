@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import functools
 import http.server
+import itertools
 import os
 import re
 import shutil
@@ -237,7 +238,7 @@ def check_page(page: str, info: dict, html_dir: Path) -> list[str]:
     levels = info["headings"]
     if levels.count(1) != 1:
         problems.append(f"{page}: expected exactly one H1, found {levels.count(1)}")
-    for before, after in zip(levels, levels[1:]):
+    for before, after in itertools.pairwise(levels):
         if after > before + 1:
             problems.append(f"{page}: heading level jumps from H{before} to H{after}")
             break

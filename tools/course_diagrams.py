@@ -16,6 +16,7 @@ makes it in the notebooks): no file is written, and the page needs no network.
 from __future__ import annotations
 
 import base64
+from typing import ClassVar
 
 from docutils import nodes
 from docutils.parsers.rst import directives
@@ -31,8 +32,8 @@ def _flag(argument: str) -> bool:
 class CourseDiagram(SphinxDirective):
     required_arguments = 1                         # the name of a function of transformer_course.viz.diagrams
     has_content = True                             # the caption
-    option_spec = {"preset": directives.unchanged_required, "norm-first": _flag,
-                   "alt": directives.unchanged_required, "name": directives.unchanged_required}
+    option_spec: ClassVar[dict] = {"preset": directives.unchanged_required, "norm-first": _flag,
+                                   "alt": directives.unchanged_required, "name": directives.unchanged_required}
 
     def run(self):
         import matplotlib

@@ -472,7 +472,7 @@ def legs_table(rows: list[dict]) -> str:
                ("skipped", 8), ("result", 0)]
     lines = ["  ".join(f"{name:<{width}}" for name, width in columns).rstrip()]
     for row in rows:
-        lines.append("  ".join(f"{str(row.get(name, '')):<{width}}" for name, width in columns).rstrip())
+        lines.append("  ".join(f"{row.get(name, '')!s:<{width}}" for name, width in columns).rstrip())
     return "\n".join(lines)
 
 

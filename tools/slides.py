@@ -76,7 +76,7 @@ def _kind(block: str) -> str:
     first = block.lstrip()
     if first.startswith("#"):
         return "heading"
-    if first.startswith("$$") or first.startswith("\\begin"):
+    if first.startswith(("$$", "\\begin")):
         return "maths"
     if re.match(r"([-*+]|\d+\.)\s", first):
         return "list"

@@ -238,7 +238,8 @@ def glue(name: str, value: Any, decimals: int | None = None, display: bool = Fal
         if decimals is None:
             raise TypeError(f"decimals: glue({name!r}, ...) got a float, {value!r}: pass decimals=, the number of "
                             "decimals the prose shows (a float's last digits depend on the processor)")
-        value = round(value, decimals) if decimals > 0 else int(round(value))   # 9, not 9.0, for `:.0f`
+        # 9, not 9.0, for `:.0f` (int(): a NumPy 1.x float64 rounds to a float64)
+        value = round(value, decimals) if decimals > 0 else int(round(value))  # noqa: RUF046
     try:
         from myst_nb import glue as myst_glue
     except ImportError:

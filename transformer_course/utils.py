@@ -32,7 +32,7 @@ def set_seed(seed: int) -> np.random.Generator:
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed: expected a non-negative int, got {seed!r}")
     random.seed(seed)
-    np.random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002 (the legacy global generator too: older code and libraries draw from it)
     os.environ["PYTHONHASHSEED"] = str(seed)  # inherited by subprocesses (DataLoader workers)
     try:
         import torch

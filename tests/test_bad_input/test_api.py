@@ -62,7 +62,7 @@ def test_configs_check_every_field(cls, kwargs, error, message):
 
 
 def test_replace_and_from_dict_check_too():
-    with pytest.raises(TypeError, match="ModelConfig.norm_first: expected a bool"):
+    with pytest.raises(TypeError, match=r"ModelConfig.norm_first: expected a bool"):
         get_preset("tiny").replace(norm_first="false")
     with pytest.raises(ValueError, match="unknown field 'width'"):
         ModelConfig.from_dict({**get_preset("tiny").to_dict(), "width": 3})
@@ -112,7 +112,7 @@ def test_checkpoint_whose_weights_do_not_match_its_config(saved):
     checkpoint = torch.load(saved, weights_only=True)
     checkpoint["model_config"]["d_ff"] = 64                  # the stored weights have d_ff 32
     torch.save(checkpoint, saved)
-    with pytest.raises(CheckpointError, match="model.pt: its weights do not match its model config"):
+    with pytest.raises(CheckpointError, match=r"model.pt: its weights do not match its model config"):
         model_from_checkpoint(saved)
 
 
@@ -120,7 +120,7 @@ def test_checkpoint_with_an_invalid_config(saved):
     checkpoint = torch.load(saved, weights_only=True)
     checkpoint["model_config"]["norm_first"] = "false"
     torch.save(checkpoint, saved)
-    with pytest.raises(CheckpointError, match="model.pt: its model config cannot be used .*norm_first"):
+    with pytest.raises(CheckpointError, match=r"model.pt: its model config cannot be used .*norm_first"):
         model_from_checkpoint(saved)
 
 
@@ -203,7 +203,7 @@ def test_corpus_split_sizes(tmp_path):
 def test_parallel_files_of_different_lengths(tmp_path):
     (tmp_path / "a.en").write_text("one\ntwo\n", encoding="utf-8")
     (tmp_path / "a.de").write_text("eins\n", encoding="utf-8")
-    with pytest.raises(CorpusError, match="a.en has 2 lines but .*a.de has 1"):
+    with pytest.raises(CorpusError, match=r"a.en has 2 lines but .*a.de has 1"):
         read_parallel_files(tmp_path / "a.en", tmp_path / "a.de")
 
 
@@ -222,7 +222,7 @@ def test_malformed_vocabulary_files(tmp_path, content, message):
 
 
 def test_missing_vocabulary_file(tmp_path):
-    with pytest.raises(FileNotFoundError, match="path: no vocabulary file at .*nope.json"):
+    with pytest.raises(FileNotFoundError, match=r"path: no vocabulary file at .*nope.json"):
         Vocab.load(tmp_path / "nope.json")
 
 
@@ -242,7 +242,7 @@ def test_passing_a_result_instead_of_the_function():
     with pytest.raises(ExerciseError, match=r"check_masked_softmax expects your function itself.*got a ndarray "
                                             r"\(its result\?\)"):
         check_masked_softmax(np.zeros((2, 3)))
-    with pytest.raises(ExerciseError, match="check_noam_lr expects your function itself.*got a NoneType"):
+    with pytest.raises(ExerciseError, match=r"check_noam_lr expects your function itself.*got a NoneType"):
         check_noam_lr(None)
 
 

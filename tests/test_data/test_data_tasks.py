@@ -107,9 +107,9 @@ def test_bad_input():
         make_task("translate-everything")
     with pytest.raises(ValueError, match="src_lang"):
         number_translation("xx", "fr")
-    with pytest.raises(ValueError, match="max_number: 0..99 holds 0 number"):
+    with pytest.raises(ValueError, match=r"max_number: 0..99 holds 0 number"):
         number_translation(max_number=99)
-    with pytest.raises(ValueError, match="n_test: the range 0..999 can hold out between 1 and 89"):
+    with pytest.raises(ValueError, match=r"n_test: the range 0..999 can hold out between 1 and 89"):
         number_translation(max_number=999, n_test=100)
     with pytest.raises(ValueError, match="n_train: expected between 109"):
         number_translation(max_number=999, n_train=50)

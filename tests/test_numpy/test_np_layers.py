@@ -142,7 +142,7 @@ def test_dropout_inverted_and_gradcheck():
     np.testing.assert_array_equal(dropout_backward(np.ones_like(x), cache), out)
     same, none = dropout_forward(x, 0.25, rng, training=False)
     assert same is x and none is None
-    with pytest.raises(ValueError, match="rng: expected a np.random.Generator"):
+    with pytest.raises(ValueError, match=r"rng: expected a np.random.Generator"):
         dropout_forward(x, 0.25, None, training=True)
     with pytest.raises(ValueError, match=r"p: expected a probability in \[0, 1\), got 1.0"):
         dropout_forward(x, 1.0, rng, training=True)

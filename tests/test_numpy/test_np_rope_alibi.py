@@ -60,7 +60,7 @@ def test_rotary_backward_gradcheck_and_bad_width():
     check = check_layer(lambda x_, p: rotary_positions_forward(x_, 3),
                         lambda d, c: (rotary_positions_backward(d, c), {}), x, {})
     assert max(check.values()) < TOL
-    with pytest.raises(ValueError, match="d_head: .* positive even number; got 5"):
+    with pytest.raises(ValueError, match=r"d_head: .* positive even number; got 5"):
         rotary_angles(np.arange(3), 5)
 
 

@@ -88,7 +88,7 @@ def test_beam_size_larger_than_the_vocabulary(twins):
 @pytest.mark.parametrize("shape", [(0, 4), (2, 0)])
 def test_an_empty_batch(twins, shape):
     model, params = twins
-    src, tgt_in = _batch()
+    _src, tgt_in = _batch()
     empty = np.zeros(shape, dtype=np.int64)
     pattern = rf"^src: expected a non-empty batch of shape \(B, T\) \(every axis >= 1\), got shape \({shape[0]}, " \
               rf"{shape[1]}\)$"

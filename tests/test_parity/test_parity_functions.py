@@ -237,7 +237,7 @@ def test_model_masks_encode_and_decode():
     tgt_in = np.array([[1, 4, 5], [1, 6, 0]])
     np.testing.assert_array_equal(model.make_src_mask(t(src)).numpy(), npt.make_src_mask(src, CONFIG))
     np.testing.assert_array_equal(model.make_tgt_mask(t(tgt_in)).numpy(), npt.make_tgt_mask(tgt_in, CONFIG))
-    memory_np, enc_cache = npt.encode_forward(src, params, CONFIG)
+    memory_np, _enc_cache = npt.encode_forward(src, params, CONFIG)
     memory = model.encode(t(src))
     assert_trees_close(memory, memory_np)
     logits_np, dec_cache = npt.decode_forward(tgt_in, memory_np, params, CONFIG,

@@ -63,7 +63,7 @@ def test_masked_softmax_rows_sum_to_one_and_fully_masked_rows_are_zero():
     assert torch.all(weights[0, 1] == 0)
     assert torch.all(weights[1, :, 2:] == 0)
     torch.testing.assert_close(weights[1].sum(-1), torch.ones(3, dtype=weights.dtype))
-    out, w = attention_pooling(scores, _rand(2, 4, 5), mask)
+    out, _w = attention_pooling(scores, _rand(2, 4, 5), mask)
     assert out.shape == (2, 3, 5) and torch.all(out[0, 1] == 0)
 
 

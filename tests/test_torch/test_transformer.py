@@ -47,7 +47,7 @@ def test_paper_initialisation_and_initial_loss_near_ln_v():
     model = Transformer(config)
     assert abs(model.src_embedding.E.std().item() - 64 ** -0.5) < 0.01
     for name, p in model.named_parameters():
-        if name.endswith("bias") or name.endswith("beta"):
+        if name.endswith(("bias", "beta")):
             assert torch.all(p == 0), name
         if name.endswith("gamma"):
             assert torch.all(p == 1), name

@@ -58,7 +58,7 @@ def test_loading_never_executes_code(tmp_path):
             return (open, (str(marker), "w"))
     path = tmp_path / "evil.pt"
     torch.save({"format": ckpt.FORMAT, "payload": Evil()}, path)
-    with pytest.raises(ckpt.CheckpointError, match="evil.pt: refused to load it.*never runs code"):
+    with pytest.raises(ckpt.CheckpointError, match=r"evil.pt: refused to load it.*never runs code"):
         load_checkpoint(path)
     assert not marker.exists()
 
@@ -67,7 +67,7 @@ def test_not_a_checkpoint(tmp_path):
     torch.save({"weights": torch.zeros(1)}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="not a transformer-course checkpoint"):
         load_checkpoint(tmp_path / "other.pt")
-    with pytest.raises(ckpt.CheckpointError, match="missing.pt: no checkpoint there"):
+    with pytest.raises(ckpt.CheckpointError, match=r"missing.pt: no checkpoint there"):
         load_checkpoint(tmp_path / "missing.pt")
 
 

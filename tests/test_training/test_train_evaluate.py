@@ -96,5 +96,5 @@ def test_evaluate_task_reports_strata_lag_and_coverage(make_model, toy):
     misses = [(s, o, t) for (s, t), o in zip(data.train[:6], cover) if o != t]
     assert metrics["coverage"] == 1 - len(misses) / 6 and metrics["coverage_errors"] == misses
     assert metrics["lagging"] == []
-    with pytest.raises(ValueError, match="split: the test split of .* is empty"):
+    with pytest.raises(ValueError, match=r"split: the test split of .* is empty"):
         evaluate_task(model, dataclasses.replace(task, test=[]), sv, tv, "test")

@@ -29,7 +29,7 @@ def test_lambdalr_follows_the_formula():
 
 def test_base_lr_must_be_one():
     opt = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=1e-3)
-    with pytest.raises(ValueError, match="base lr 1.0"):
+    with pytest.raises(ValueError, match=r"base lr 1.0"):
         make_scheduler(opt, 64, 10)
     with pytest.raises(ValueError, match="warmup"):
         NoamSchedule(64, 0)

@@ -112,15 +112,15 @@ def test_mixed_precision_runs_on_cpu(make_model, run, tiny_config, precision):
 
 
 def test_bad_input(make_model, loaders, run, tiny_config, toy):
-    _, sv, tv = toy
+    _, sv, _tv = toy
     model = make_model()
     with pytest.raises(ValueError, match="vocabs: expected a target vocabulary of"):
         run(model, tiny_config, vocabs=(sv, sv.__class__.build(["xyz"], "char")))
     with pytest.raises(TypeError, match="config"):
         train(model, loaders()[0], {"max_steps": 3})
-    with pytest.raises(ValueError, match="TrainConfig.monitor: expected one of"):
+    with pytest.raises(ValueError, match=r"TrainConfig.monitor: expected one of"):
         tiny_config.replace(monitor="accuracy")
-    with pytest.raises(ValueError, match="TrainConfig.monitor: expected one of the evaluation's metrics"):
+    with pytest.raises(ValueError, match=r"TrainConfig.monitor: expected one of the evaluation's metrics"):
         run(model, tiny_config.replace(monitor="exact_match"), evaluate_fn=lambda model: {"loss": 1.0})
     with pytest.raises(ValueError, match="empty"):
         train(model, [], tiny_config)

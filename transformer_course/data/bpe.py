@@ -34,6 +34,7 @@ course implementation could not match step for step.
 """
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -72,7 +73,7 @@ def count_pairs(words: dict[str, list[str]], word_counts: Counter) -> Counter:
     """How often each pair of adjacent symbols occurs, over every word times its count in the text."""
     pairs: Counter = Counter()
     for word, symbols in words.items():
-        for left, right in zip(symbols, symbols[1:]):
+        for left, right in itertools.pairwise(symbols):
             pairs[left, right] += word_counts[word]
     return pairs
 
@@ -179,7 +180,7 @@ class BPE:
     def _pieces_of_word(self, word: str) -> tuple[str, ...]:
         symbols = list(word)
         while len(symbols) > 1:
-            ranked = [(self.ranks[pair], pair) for pair in zip(symbols, symbols[1:]) if pair in self.ranks]
+            ranked = [(self.ranks[pair], pair) for pair in itertools.pairwise(symbols) if pair in self.ranks]
             if not ranked:
                 break
             symbols = merge_pair(symbols, min(ranked)[1])   # the earliest learned merge first

@@ -143,7 +143,7 @@ def number_to_words(n: int, lang: str) -> str:
 
 # Numbers whose words occur in no other number ("zéro", "cent", "mille" alone, "quatre-vingts" ...): a model
 # can only learn them by seeing them, so they are always trained on, and checked as "coverage".
-EVERYDAY_NUMBERS = (*range(0, 101), *range(200, 1000, 100), *range(1000, 10_000, 1000), 1100)
+EVERYDAY_NUMBERS = (*range(101), *range(200, 1000, 100), *range(1000, 10_000, 1000), 1100)
 SPLIT_VERSIONS = (1, 2)
 
 

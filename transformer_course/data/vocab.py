@@ -46,8 +46,8 @@ class WordTokenizer:
 
     name = "word"
     _pattern = re.compile(r"\w+|[^\w\s]", re.UNICODE)
-    _glue_both = {"-", "'", "’"}
-    _glue_left = {",", ".", "!", "?", ";", ":", ")", "%"}
+    _glue_both = frozenset({"-", "'", "’"})
+    _glue_left = frozenset({",", ".", "!", "?", ";", ":", ")", "%"})
 
     def tokenize(self, text: str) -> list[str]:
         return self._pattern.findall(text)

@@ -122,7 +122,7 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
     below H, then every other slope of twice that power (their recipe, as the NumPy twin)."""
     if not isinstance(n_heads, int) or n_heads <= 0:
         raise ValueError(f"n_heads: expected a positive int, got {n_heads!r}")
-    power = 2 ** int(math.floor(math.log2(n_heads)))    # the largest power of two <= H
+    power = 2 ** math.floor(math.log2(n_heads))            # the largest power of two <= H
     slopes = [2.0 ** (-8.0 * h / power) for h in range(1, power + 1)]
     if power < n_heads:
         slopes += [2.0 ** (-8.0 * h / (2 * power)) for h in range(1, 2 * power + 1, 2)][:n_heads - power]

@@ -64,7 +64,7 @@ def atomic_save(obj: Any, path: str | os.PathLike) -> Path:
 def get_rng_state() -> dict:
     """Python, NumPy and torch (CPU and every CUDA device) random states, in weights_only-safe types."""
     version, mt, gauss = random.getstate()
-    name, keys, pos, has_gauss, cached = np.random.get_state()
+    name, keys, pos, has_gauss, cached = np.random.get_state()  # noqa: NPY002 (set_seed seeds it too)
     state = {"python": [version, list(mt), gauss],
              "numpy": [name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, cached],
              "torch": torch.get_rng_state()}
@@ -78,7 +78,7 @@ def set_rng_state(state: dict) -> None:
     version, mt, gauss = state["python"]
     random.setstate((version, tuple(mt), gauss))
     name, keys, pos, has_gauss, cached = state["numpy"]
-    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
+    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached))  # noqa: NPY002
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
