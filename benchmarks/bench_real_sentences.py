@@ -3,6 +3,8 @@
     python benchmarks/bench_real_sentences.py                               # the defaults, de->en, seed 0
     python benchmarks/bench_real_sentences.py --runs "drop3=--set dropout=0.3" "v4k=--vocab-size 4000"
     python benchmarks/bench_real_sentences.py --seeds 0 1 2 --jobs 2 --threads 1 --save
+    python benchmarks/bench_real_sentences.py --seeds 0 1 2 --jobs 2 --threads 1 --steps 2000 4000 6000 8000 \
+        --runs "defaults=--train-set patience=0" --save --results real_sentences_steps
 
 Each run is one `transformer-course train --task trans-de-en --threads T --no-progress --out DIR [FLAGS]` in a
 fresh process (the defaults when FLAGS are empty), then `transformer-course evaluate` of the trained model on the
@@ -14,6 +16,11 @@ splits. Needs the dictionary: `apt-get install trans-de-en` (or --corpus PATH).
 Timings depend on the machine and on what else runs: with --jobs 2 and --threads 1 two runs share the two cores.
 The scores do not depend on the timing when the run ends by its step count or by its stop rule, not by
 --max-minutes.
+
+With --steps S1 S2 ..., each run is trained to S1 steps, scored, resumed to S2 (`train --resume --max-steps S2`;
+a resumed run continues exactly where it stopped), scored again, and so on: what more steps buy, on the
+validation split only (the test split is scored once, at the end). Give the runs `--train-set patience=0`, or
+the stop rule may end a run before the next mark.
 """
 from __future__ import annotations
 
@@ -39,28 +46,45 @@ def _scores(report: str) -> dict:
             "chrf": float(chrf.group(1)), "chrf_signature": chrf.group(2)}
 
 
-def run_one(name: str, flags: list[str], seed: int, threads: int, corpus: str | None, workdir: Path) -> dict:
-    out = workdir / f"{name}-seed{seed}"
-    base = [sys.executable, "-m", "transformer_course"]
-    data = ["--task", "trans-de-en"] + (["--corpus", corpus] if corpus else [])
-    command = base + ["train", *data, "--seed", str(seed), "--threads", str(threads), "--no-progress",
-                      "--out", str(out), *flags]
-    started = time.perf_counter()
+BASE = [sys.executable, "-m", "transformer_course"]
+
+
+def _run(command: list[str], what: str) -> str:
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
-        raise SystemExit(f"{name} seed {seed}: exit {result.returncode}\n{result.stderr[-2000:]}")
+        raise SystemExit(f"{what}: exit {result.returncode}\n{result.stderr[-2000:]}")
+    return result.stdout
+
+
+def evaluate(out: Path, split: str, what: str) -> dict:
+    """BLEU and chrF of the run in `out` (its model.pt) on one split, greedy search."""
+    return _scores(_run(BASE + ["evaluate", "--checkpoint", str(out), "--split", split, "--show-errors", "0"],
+                        f"{what}: evaluate"))
+
+
+def run_one(name: str, flags: list[str], seed: int, threads: int, corpus: str | None, workdir: Path,
+            steps: list[int] | None = None) -> dict:
+    out = workdir / f"{name}-seed{seed}"
+    what = f"{name} seed {seed}"
+    data = ["--task", "trans-de-en"] + (["--corpus", corpus] if corpus else [])
+    command = BASE + ["train", *data, "--seed", str(seed), "--threads", str(threads), "--no-progress",
+                      "--out", str(out), *flags]
+    started = time.perf_counter()
+    by_steps = []
+    for i, mark in enumerate(steps or [None]):
+        extra = ([] if mark is None else ["--max-steps", str(mark)]) + (["--resume"] if i else [])
+        _run(command + extra, what)
+        if mark is not None:
+            by_steps.append({"step": mark, "val": evaluate(out, "val", what)})
     wall = time.perf_counter() - started
     history = json.loads((out / "history.json").read_text(encoding="utf-8"))
     row = {"name": name, "flags": shlex.join(flags), "seed": seed, "steps": history["step"][-1],
            "train_s": history["time_s"], "process_s": wall, "stop_reason": history["stop_reason"],
            "command": shlex.join(command[1:]), "curve": curve(history)}
-    for split in ("val", "test"):
-        evaluation = subprocess.run(base + ["evaluate", "--checkpoint", str(out), "--split", split,
-                                            "--show-errors", "0"], capture_output=True, text=True)
-        if evaluation.returncode != 0:
-            raise SystemExit(f"{name} seed {seed}: evaluate exit {evaluation.returncode}\n"
-                             f"{evaluation.stderr[-2000:]}")
-        row[split] = _scores(evaluation.stdout)
+    if by_steps:
+        row["by_steps"] = by_steps
+    row["val"] = by_steps[-1]["val"] if by_steps else evaluate(out, "val", what)
+    row["test"] = evaluate(out, "test", what)
     return row
 
 
@@ -90,7 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (default: 1)")
     parser.add_argument("--corpus", default=None, help="the Ding dictionary file (default: /usr/share/trans/de-en)")
     parser.add_argument("--keep", default=None, metavar="DIR", help="keep the runs' folders under DIR")
-    parser.add_argument("--save", action="store_true", help="write benchmarks/results/real_sentences.json")
+    parser.add_argument("--steps", nargs="+", type=int, default=None, metavar="S",
+                        help="train each run to S1 steps, score it on the validation split, resume to S2, ...")
+    parser.add_argument("--save", action="store_true", help="write benchmarks/results/RESULTS.json")
+    parser.add_argument("--results", default="real_sentences",
+                        help="name of the results file (default: %(default)s)")
     args = parser.parse_args(argv)
     runs = []
     for spec in args.runs:
@@ -98,12 +126,14 @@ def main(argv: list[str] | None = None) -> int:
         if not sep or not name:
             parser.error(f"--runs: expected NAME=FLAGS, got {spec!r}")
         runs.append((name, shlex.split(flags)))
+    if args.steps and (sorted(set(args.steps)) != args.steps or args.steps[0] < 1):
+        parser.error(f"--steps: expected increasing positive step counts, got {args.steps}")
     workdir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="real-sentences-"))
     workdir.mkdir(parents=True, exist_ok=True)
     jobs = [(name, flags, seed) for name, flags in runs for seed in args.seeds]
     rows = []
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = [pool.submit(run_one, name, flags, seed, args.threads, args.corpus, workdir)
+        futures = [pool.submit(run_one, name, flags, seed, args.threads, args.corpus, workdir, args.steps)
                    for name, flags, seed in jobs]
         for future in as_completed(futures):         # each row as soon as its run ends
             rows.append(future.result())
@@ -112,10 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     rows.sort(key=lambda row: order[row["name"], row["seed"]])
     print()
     print(table(rows))
+    for row in rows:
+        if "by_steps" in row:
+            print(f"{row['name']} seed {row['seed']}: val BLEU / chrF at " + ", ".join(
+                f"{mark['step']}: {mark['val']['bleu']:.2f} / {mark['val']['chrf']:.2f}" for mark in row["by_steps"]))
     if args.save:
         import torch
         gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-        write_results("real_sentences", "bench_real_sentences.py", argv,
+        write_results(args.results, "bench_real_sentences.py", argv,
                       {"threads": args.threads, "jobs": args.jobs, "gpu": gpu, "rows": rows})
     return 0
 

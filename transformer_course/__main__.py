@@ -39,7 +39,8 @@ from .config import (
 )
 
 PROG = "transformer-course"
-TASK_CHOICES = ("numbers", "copy", "reverse", "sort", "tsv", "trans-de-en")
+TASK_CHOICES = ("numbers", "copy", "reverse", "sort", "tsv", "trans-de-en", "multi30k")
+MULTI30K_LANGUAGES = ("en", "de", "fr")           # of Multi30k's task 1, those the course's --src-lang takes
 # the files `train` writes into --out; a folder holding any of them is a run
 RUN_FILES = ("model.pt", "last.pt", "best.pt", "averaged.pt", "src_vocab.json", "tgt_vocab.json", "history.json")
 EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
@@ -185,11 +186,14 @@ def _add_data_args(p: argparse.ArgumentParser, defaults: bool = True) -> None:
     g.add_argument("--task", choices=TASK_CHOICES, default="numbers" if defaults else None,
                    help="numbers: number words translated (offline); copy/reverse/sort: toy tasks; "
                         "tsv: a Tatoeba/Anki file given with --corpus; trans-de-en: the example sentences of the "
-                        "Ding dictionary (apt-get install trans-de-en) (default: %(default)s)")
+                        "Ding dictionary (apt-get install trans-de-en); multi30k: Multi30k's task 1 in the folder "
+                        "--corpus (fetched with train --download) (default: %(default)s)")
     g.add_argument("--src-lang", choices=NUMBER_LANGUAGES, default=None,
-                   help="numbers, trans-de-en: source language (default: en for numbers, de for trans-de-en)")
+                   help="numbers, trans-de-en, multi30k: source language (default: en for numbers and multi30k, "
+                        "de for trans-de-en)")
     g.add_argument("--tgt-lang", choices=NUMBER_LANGUAGES, default=None,
-                   help="numbers, trans-de-en: target language (default: fr for numbers, en for trans-de-en)")
+                   help="numbers, trans-de-en, multi30k: target language (default: fr for numbers, en for "
+                        "trans-de-en, de for multi30k)")
     g.add_argument("--max-number", type=_int_at_least(1), default=9999,
                    help="numbers: size knob, numbers 0..N (default: 9999)")
     g.add_argument("--max-len", type=_int_at_least(1), default=10,
@@ -199,38 +203,55 @@ def _add_data_args(p: argparse.ArgumentParser, defaults: bool = True) -> None:
                    help="validation examples (tsv: distinct source sentences; default: 5%%, at most 500)")
     g.add_argument("--n-test", type=_int_at_least(1), default=None,
                    help="test examples (tsv: distinct source sentences; default: 10%%, at most 1000)")
-    g.add_argument("--corpus", default=None, metavar="FILE",
+    g.add_argument("--corpus", default=None, metavar="PATH",
                    help="tsv: path of the tab-separated corpus; trans-de-en: the Ding dictionary file "
-                        "(default: /usr/share/trans/de-en)")
+                        "(default: /usr/share/trans/de-en); multi30k: the folder of its files (train.en.gz, ...)")
     g.add_argument("--tokenizer", choices=("word", "char", "bpe"), default=None,
-                   help="tsv, trans-de-en: how text is cut into tokens (default: word for tsv, bpe for trans-de-en)")
+                   help="tsv, trans-de-en, multi30k: how text is cut into tokens (default: word for tsv, bpe for "
+                        "the others)")
     g.add_argument("--vocab-size", type=_int_at_least(5), default=None, metavar="N",
-                   help="tsv, trans-de-en: tokens in the vocabulary; with bpe, one joint vocabulary for both "
-                        f"languages (default for trans-de-en: {TOKENIZATION['trans-de-en']['vocab_size']}; "
-                        "word: every word of the training split)")
+                   help="tsv, trans-de-en, multi30k: tokens in the vocabulary; with bpe, one joint vocabulary "
+                        f"for both languages (default: {TOKENIZATION['trans-de-en']['vocab_size']} for trans-de-en, "
+                        f"{TOKENIZATION['multi30k']['vocab_size']} for multi30k; word: every word of the training "
+                        "split)")
     g.add_argument("--data-seed", type=_int_at_least(0), default=0, help="seed of the data split (default: 0)")
 
 
 def _data_args(args) -> dict:
     """The data spec (saved with a checkpoint), after checking that every flag given applies to the task."""
     task = args.task
-    if task not in ("numbers", "trans-de-en"):
+    if task not in ("numbers", "trans-de-en", "multi30k"):
         for flag, value in (("--src-lang", args.src_lang), ("--tgt-lang", args.tgt_lang)):
             if value is not None:
-                raise UsageError(f"{flag}: applies to --task numbers and trans-de-en only (the task is {task!r})")
-    if task not in ("tsv", "trans-de-en"):
+                raise UsageError(f"{flag}: applies to --task numbers, trans-de-en and multi30k only "
+                                 f"(the task is {task!r})")
+    if task not in ("tsv", "trans-de-en", "multi30k"):
         for flag, value in (("--corpus", args.corpus), ("--tokenizer", args.tokenizer),
                             ("--vocab-size", args.vocab_size)):
             if value is not None:
-                raise UsageError(f"{flag}: applies to --task tsv and trans-de-en only (the task is {task!r})")
+                raise UsageError(f"{flag}: applies to --task tsv, trans-de-en and multi30k only "
+                                 f"(the task is {task!r})")
     if task == "tsv" and not args.corpus:
         raise UsageError("--corpus: expected a TSV file path with --task tsv")
+    if task == "multi30k":
+        if not args.corpus:
+            raise UsageError("--corpus: expected the folder of Multi30k's files with --task multi30k "
+                             "(train --download fetches missing files into it)")
+        for flag, value in (("--n-train", args.n_train), ("--n-val", args.n_val), ("--n-test", args.n_test)):
+            if value is not None:
+                raise UsageError(f"{flag}: not used with --task multi30k (the corpus has its own splits)")
     if task == "trans-de-en":
         src_lang = args.src_lang or ("en" if args.tgt_lang == "de" else "de")
         tgt_lang = args.tgt_lang or ("de" if src_lang == "en" else "en")
         if {src_lang, tgt_lang} != {"de", "en"}:
             raise UsageError(f"--src-lang/--tgt-lang: trans-de-en translates de->en or en->de, got "
                              f"{src_lang}->{tgt_lang}")
+    elif task == "multi30k":
+        src_lang = args.src_lang or ("de" if args.tgt_lang == "en" else "en")
+        tgt_lang = args.tgt_lang or ("de" if src_lang == "en" else "en")
+        for flag, lang in (("--src-lang", src_lang), ("--tgt-lang", tgt_lang)):
+            if lang not in MULTI30K_LANGUAGES:
+                raise UsageError(f"{flag}: multi30k has {', '.join(MULTI30K_LANGUAGES)}, got {lang!r}")
     else:
         src_lang = args.src_lang or ("en" if args.tgt_lang != "en" else "fr")
         tgt_lang = args.tgt_lang or ("fr" if src_lang != "fr" else "en")
@@ -252,9 +273,10 @@ def _data_args(args) -> dict:
     return spec
 
 
-def _make_data(spec: dict):
-    """The task's ParallelData; any problem with the data or the corpus file is a UsageError."""
-    from .data.corpora import load_tsv_corpus
+def _make_data(spec: dict, download: bool = False):
+    """The task's ParallelData; any problem with the data or the corpus file is a UsageError. `download`:
+    fetch Multi30k's missing files (train --download)."""
+    from .data.corpora import load_multi30k, load_tsv_corpus
     from .data.ding import DING_PATH, load_ding, missing_corpus_message
     from .data.tasks import make_task
     task, seed = spec["task"], spec["data_seed"]
@@ -278,6 +300,12 @@ def _make_data(spec: dict):
                 raise UsageError("--" + missing_corpus_message(path))
             return load_ding(spec["corpus"], spec["src_lang"], spec["tgt_lang"], tokenizer=spec["tokenizer"],
                              vocab_size=spec["vocab_size"], **sizes)
+        if task == "multi30k":
+            try:
+                return load_multi30k(spec["corpus"], spec["src_lang"], spec["tgt_lang"], download_missing=download,
+                                     tokenizer=spec["tokenizer"], vocab_size=spec["vocab_size"])
+            except OSError as err:                   # a missing folder or file, or a failed download
+                raise UsageError("--corpus: " + _describe(err).removeprefix("root: ")) from err
         return make_task(task, max_len=spec["max_len"], seed=seed, **sizes)
 
 
@@ -392,8 +420,10 @@ def cmd_train(args) -> int:
     export = _check_export(args.export)
     model_overrides = _parse_overrides(ModelConfig, args.set, "--set")
     spec = _data_args(args)
+    if args.download and spec["task"] != "multi30k":
+        raise UsageError(f"--download: applies to --task multi30k only (the task is {spec['task']!r})")
     train_config = resolve_train_config(args, spec)
-    data = _make_data(spec)
+    data = _make_data(spec, download=args.download)
     src_vocab, tgt_vocab = data.build_vocabs()
     with user_errors("--set: "):
         model_config = get_preset(args.preset).replace(src_vocab_size=len(src_vocab),
@@ -696,6 +726,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--resume", action="store_true", help="continue the run in DIR from DIR/last.pt")
     m.add_argument("--overwrite", action="store_true", help="replace the run in DIR")
     m.add_argument("--no-progress", action="store_true", help="no progress bar")
+    m.add_argument("--download", action="store_true",
+                   help="multi30k: fetch the files missing from --corpus (needs the network)")
     m.add_argument("--export", default=None, metavar="DIR/NAME",
                    help="also write NAME.safetensors + NAME.json (a shippable pretrained model)")
     t.set_defaults(func=cmd_train)

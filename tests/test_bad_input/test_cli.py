@@ -84,8 +84,11 @@ def _corpus(tmp_path, text, name="corpus.tsv"):
 BAD_TRAIN_COMMANDS = {
     "same languages": (["--task", "numbers", "--src-lang", "fr", "--tgt-lang", "fr"],
                        ["--src-lang/--tgt-lang", "'fr'"]),
-    "languages on a toy task": (["--tgt-lang", "de"], ["--tgt-lang", "numbers and trans-de-en only"]),
-    "tokenizer on a toy task": (["--tokenizer", "bpe"], ["--tokenizer", "--task tsv and trans-de-en"]),
+    "languages on a toy task": (["--tgt-lang", "de"], ["--tgt-lang", "numbers, trans-de-en and multi30k only"]),
+    "tokenizer on a toy task": (["--tokenizer", "bpe"], ["--tokenizer", "--task tsv, trans-de-en and multi30k"]),
+    "multi30k without a folder": (["--task", "multi30k"], ["--corpus", "folder of Multi30k's files"]),
+    "multi30k with split sizes": (["--task", "multi30k", "--corpus", "m30k", "--n-val", "5"],
+                                  ["--n-val", "its own splits"]),
     "bpe without its size": (["--task", "tsv", "--corpus", "{two_lines}", "--tokenizer", "bpe"],
                              ["--vocab-size", "--tokenizer bpe"]),
     "ding languages": (["--task", "trans-de-en", "--src-lang", "fr"], ["--src-lang/--tgt-lang", "de->en or en->de"]),
@@ -131,7 +134,7 @@ def test_bad_commands_are_one_line_and_leave_the_run_intact(run_copy, tmp_path, 
     if "--resume" not in argv and "--overwrite" not in argv:
         argv.append("--resume")
     before = fingerprint(run_copy)
-    status, out, err = run(argv, capsys)
+    status, _out, err = run(argv, capsys)
     assert status == 2
     assert_one_error_line(err, *culprits)
     assert fingerprint(run_copy) == before
@@ -263,7 +266,7 @@ def translate(run_dir, *extra):
 
 def test_translate_keeps_one_line_per_input_line(trained_run, capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"abc\n\ncab\n   \nba\n"), encoding="utf-8"))
-    status, out, err = run(translate(trained_run), capsys)
+    status, out, _err = run(translate(trained_run), capsys)
     assert status == 0
     lines = out.split("\n")[:-1]
     assert len(lines) == 5 and lines[1] == "" and lines[3] == ""
@@ -385,7 +388,7 @@ def test_evaluate_bad_input(trained_run, capsys, extra, culprits, usage):
     (["translate", "abc"], "one of the arguments --checkpoint --pretrained is required"),
 ])
 def test_wrong_flags_show_the_usage_then_one_line(capsys, argv, culprit):
-    status, out, err = run(argv, capsys)
+    status, _out, err = run(argv, capsys)
     assert status == 2
     assert_one_error_line(err, culprit, usage=True)
 

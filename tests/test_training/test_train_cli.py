@@ -78,6 +78,7 @@ def test_train_with_a_position_term_in_attention(positional, tmp_path, capsys):
     (["--preset", "tiny", "--max-steps", "1200"], "tiny", "numbers", {"max_steps": 1200}),
     (["--preset", "paper-base", "--task", "sort"], "paper", "sort", {}),
     (["--preset", "gpu", "--task", "trans-de-en"], "gpu", "trans-de-en", {}),
+    (["--preset", "gpu", "--task", "multi30k", "--corpus", "multi30k"], "gpu", "multi30k", {}),
     (["--train-set", "patience=2", "--monitor", "loss", "--seed", "3"], "course", "numbers",
      {"patience": 2, "monitor": "loss", "seed": 3}),
 ])
@@ -107,3 +108,47 @@ def test_train_trans_de_en_with_bpe_then_translate_and_evaluate(tmp_path, capsys
     assert main(["evaluate", "--checkpoint", str(out), "--device", "cpu", "--split", "test"]) == 0
     report = capsys.readouterr().out
     assert "ding-de-en test: 4 pairs" in report and "chrF" in report and "(nrefs:1|" in report
+
+
+def _write_multi30k_sample(root):
+    """Multi30k's layout (train/val/test_2016_flickr, one gzip file per language, line-aligned), with sentences
+    written for this test."""
+    import gzip
+    root.mkdir()
+    animals = [("dog", "Hund"), ("cat", "Katze"), ("horse", "Pferd"), ("bird", "Vogel"), ("child", "Kind")]
+    places = [("on the grass", "auf dem Gras"), ("in the water", "im Wasser"), ("near a house", "bei einem Haus")]
+    lines = {"en": [], "de": []}
+    for en_animal, de_animal in animals:
+        for en_place, de_place in places:
+            lines["en"].append(f"A {en_animal} sits {en_place}.")
+            lines["de"].append(f"Ein {de_animal} sitzt {de_place}.")
+    splits = {"train": slice(0, 11), "val": slice(11, 13), "test_2016_flickr": slice(13, 15)}
+    for stem, part in splits.items():
+        for lang in ("en", "de"):
+            with gzip.open(root / f"{stem}.{lang}.gz", "wt", encoding="utf-8") as f:
+                f.write("\n".join(lines[lang][part]) + "\n")
+
+
+def test_train_multi30k_from_a_folder_then_evaluate(tmp_path, capsys):
+    """`--task multi30k --corpus DIR` reads Multi30k's own splits from files in its format (English to German by
+    default, a joint BPE), and the run evaluates after reloading; a folder without the files is one clear error
+    that names --corpus and --download."""
+    corpus = tmp_path / "multi30k"
+    _write_multi30k_sample(corpus)
+    out = tmp_path / "run"
+    assert main(["train", "--task", "multi30k", "--corpus", str(corpus), "--vocab-size", "60", "--preset", "tiny",
+                 "--max-steps", "2", "--device", "cpu", "--threads", "1", "--no-progress", "--out", str(out)]) == 0
+    assert "task multi30k-en-de: 11 train / 2 val / 2 test pairs; vocabularies 60 / 60" in capsys.readouterr().out
+    assert main(["evaluate", "--checkpoint", str(out), "--device", "cpu", "--split", "test"]) == 0
+    report = capsys.readouterr().out
+    assert "multi30k-en-de test: 2 pairs" in report and "chrF" in report
+    assert main(["train", "--task", "multi30k", "--corpus", str(tmp_path / "empty"), "--preset", "tiny",
+                 "--out", str(tmp_path / "run2")]) == 2
+    err = capsys.readouterr().err
+    assert "--corpus: no train.en or train.en.gz in" in err and "--download" in err
+    assert not (tmp_path / "run2").exists()                  # a failing command leaves nothing behind
+    assert main(["train", "--task", "trans-de-en", "--download", "--out", str(tmp_path / "run3")]) == 2
+    assert "--download: applies to --task multi30k only" in capsys.readouterr().err
+    assert main(["train", "--task", "multi30k", "--corpus", str(corpus), "--tgt-lang", "es",
+                 "--out", str(tmp_path / "run4")]) == 2
+    assert "--tgt-lang: multi30k has en, de, fr, got 'es'" in capsys.readouterr().err

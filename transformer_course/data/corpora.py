@@ -181,13 +181,17 @@ def read_parallel_files(src_path: str | os.PathLike, tgt_path: str | os.PathLike
 
 def load_multi30k(root: str | os.PathLike, src_lang: str = "en", tgt_lang: str = "de",
                   download_missing: bool = False, checksums: dict[str, str] | None = None,
-                  tokenizer: str = "word") -> ParallelData:
-    """Multi30k task 1 from `root` (files train.en[.gz], val.en, test_2016_flickr.en, ...).
+                  tokenizer: str = "word", vocab_size: int | None = None) -> ParallelData:
+    """Multi30k task 1 from `root`: its own train, val and test (test_2016_flickr) splits, one sentence per line
+    in line-aligned files `{split}.{lang}` (gzip-compressed when named `.gz`), e.g. train.en.gz and train.de.gz.
 
     With `download_missing`, absent files are fetched from `MULTI30K_URLS`; `checksums` maps a file name
-    ("train.en.gz") to its expected sha256 (the download is verified when given).
+    ("train.en.gz") to its expected sha256 (the download is verified when given). `tokenizer` and `vocab_size`
+    as for `load_tsv_corpus` ("bpe": one joint vocabulary of `vocab_size` tokens).
     """
     root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise NotADirectoryError(f"root: expected the folder of Multi30k's files, got the file {root}")
     splits = {}
     for split, url in MULTI30K_URLS.items():
         files = []
@@ -197,11 +201,14 @@ def load_multi30k(root: str | os.PathLike, src_lang: str = "en", tgt_lang: str =
             found = next((p for p in candidates if p.exists()), None)
             if found is None:
                 if not download_missing:
-                    raise FileNotFoundError(f"root: no {candidates[1].name} or {name} in {root}; "
-                                            "pass download_missing=True (needs the network) or copy the files there")
+                    raise FileNotFoundError(f"root: no {candidates[1].name} or {name} in {root}; download "
+                                            "Multi30k's task-1 files (github.com/multi30k/dataset, data/task1/raw) "
+                                            "there, or let the course fetch them (download_missing=True, "
+                                            "--download on the command line)")
+                root.mkdir(parents=True, exist_ok=True)
                 found = download(url.format(lang=lang), root / name, (checksums or {}).get(name))
             files.append(found)
         splits[split] = read_parallel_files(*files)
     return ParallelData(splits["train"], splits["val"], splits["test"], src_tokenizer=tokenizer,
-                        tgt_tokenizer=tokenizer,
+                        tgt_tokenizer=tokenizer, vocab_size=vocab_size,
                         name=f"multi30k-{src_lang}-{tgt_lang}", info=dict(root=str(root)))
