@@ -154,7 +154,7 @@ def test_no_solution_runs_and_every_stub_and_check_stays(docname):
     copy_code = [_source(c) for c in copy["cells"] if c["cell_type"] == "code"]
     assert not solution_sources & set(copy_code), f"{docname}: a solution is still a code cell ({FIX})"
     kept = [_source(c) for i, c in enumerate(book["cells"]) if c["cell_type"] == "code" and i not in solutions
-            and ("remove-cell" not in c["metadata"].get("tags", []) or "PACKAGE_URL" in _source(c))]
+            and ("remove-cell" not in c["metadata"].get("tags", []) or colab._is_colab_only_cell(c))]
     if kept and "PACKAGE_URL" in kept[0]:   # the copy's install cell installs the release (see below)
         kept[0] = course_colab.pin_install_cell(kept[0], _release_url())
     # every other code cell stays, in order: the learner's stubs and their check_* calls among them

@@ -16,7 +16,8 @@ Colab renders CommonMark with MathJax, not MyST, so each chapter's Markdown is r
 Solutions never run on *Run all*: the code cells between `solution-start` and `solution-end` become a
 Markdown cell holding a collapsed `<details>` block with the code (and its printed output); conceptual
 solutions are collapsed the same way. The learner's stub and its `check_*` call stay code cells.
-Cells tagged `remove-cell` are dropped, except the install cell, which Colab must run. Outputs are kept.
+Cells tagged `remove-cell` are dropped, except the cells Colab must run: the install cell and any other cell
+that opens with "# Runs only in Google Colab" (chapter 10's apt-get install of its corpus). Outputs are kept.
 The install cell installs the release this copy was written for: its URL names the tag `v{version}` of
 pyproject.toml's version (`git+https://github.com/OWNER/NAME@v0.1.0`), so a notebook never meets a package
 newer than itself; `python3 tools/run.py release` creates that tag.
@@ -433,6 +434,12 @@ def _is_install_cell(cell) -> bool:
     return cell["cell_type"] == "code" and "PACKAGE_URL" in _source(cell)
 
 
+def _is_colab_only_cell(cell) -> bool:
+    """A cell hidden on the website that Colab must run: the install cell, or one marked by its first line."""
+    return _is_install_cell(cell) or (cell["cell_type"] == "code"
+                                      and _source(cell).startswith("# Runs only in Google Colab"))
+
+
 def _printed_output(cell) -> str:
     """What a solution cell printed (stream and plain-text results), to show under its code."""
     texts = []
@@ -496,7 +503,7 @@ def convert_notebook(nb: dict, docname: str, site: Site, solutions: bool = True)
                 printed = _printed_output(cell)
                 solution.append(block + (f"\n\nIt prints:\n\n```text\n{printed}\n```" if printed else ""))
                 continue
-            if "remove-cell" in tags and not _is_install_cell(cell):
+            if "remove-cell" in tags and not _is_colab_only_cell(cell):
                 continue
             if _is_install_cell(cell) and site.package_url:
                 try:
