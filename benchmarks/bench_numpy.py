@@ -43,6 +43,7 @@ from transformer_course.numpy import (  # noqa: E402
     transformer_backward,
     transformer_forward,
 )
+from transformer_course.training.callbacks import ProgressBar  # noqa: E402
 from transformer_course.training.numpy_trainer import train_numpy  # noqa: E402
 
 PAD, BOS, EOS, FIRST_SYMBOL = PAD_ID, BOS_ID, EOS_ID, UNK_ID  # no unknown tokens here: symbols start at 3
@@ -99,7 +100,8 @@ def run_training(args) -> list[tuple[str, str]]:
                                          args.min_len, args.max_len)))
     params = init_transformer(rng, config)
     batches = training_batches(rng, set(held_out), args.batch_size, args.symbols, args.min_len, args.max_len)
-    history = train_numpy(params, config, batches, train_config, rng=rng, progress=args.progress)
+    history = train_numpy(params, config, batches, train_config, rng=rng,
+                          callbacks=[ProgressBar(enabled=args.progress, desc="numpy train")])
     start = time.perf_counter()
     acc, exact = token_accuracy(params, config, held_out, args.max_len)
     eval_seconds = time.perf_counter() - start
@@ -211,7 +213,7 @@ def main(argv=None) -> int:
     parser.add_argument("--speed-len", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    parser.add_argument("--json", metavar="NAME", help="also write benchmarks/results/NAME.json")
+    parser.add_argument("--json", metavar="NAME", help="also write transformer_course/results/NAME.json")
     args = parser.parse_args(argv)
 
     blas_threads = os.environ.get("OPENBLAS_NUM_THREADS", "default")

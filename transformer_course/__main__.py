@@ -435,11 +435,12 @@ def cmd_train(args) -> int:
 
     # every check passed: from here on files are written (each one atomically)
     from .data.loader import make_dataloader
+    from .training.callbacks import ProgressBar
     from .training.checkpoint import build_model, export_pretrained, save_checkpoint
     from .training.ddp import cleanup_distributed, setup_distributed
     from .training.evaluate import evaluate_task, make_evaluator
     from .training.history import describe_stop_rule
-    from .training.trainer import ProgressBar, train
+    from .training.trainer import train
     from .utils import atomic_write_text, set_seed
 
     threads_before = torch.get_num_threads()

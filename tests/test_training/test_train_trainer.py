@@ -28,6 +28,31 @@ def test_loss_decreases_and_history(make_model, run, tiny_config, toy):
     assert not model.training
 
 
+def test_both_trainers_send_the_same_events(make_model, run, tiny_config):
+    """The PyTorch and the NumPy trainer call their callbacks with the same events and the same keys."""
+    import numpy as np
+
+    from transformer_course.config import get_preset
+    from transformer_course.numpy import init_transformer
+    from transformer_course.training.numpy_trainer import train_numpy
+
+    torch_events = []
+    run(make_model(), tiny_config.replace(max_steps=3, eval_every=10), callbacks=[torch_events.append])
+    config = get_preset("tiny")
+    rng = np.random.default_rng(0)
+    batches = ((rng.integers(3, 20, (2, 4)), rng.integers(3, 20, (2, 5)), rng.integers(3, 20, (2, 5)))
+               for _ in range(3))
+    numpy_events = []
+    train_numpy(init_transformer(rng, config), config, batches, tiny_config.replace(max_steps=3),
+                callbacks=[numpy_events.append])
+
+    def shape(events):        # each event's name and keys; the PyTorch trainer's evaluations left out
+        return [(e["event"], sorted(e)) for e in events if e["event"] != "eval"]
+    assert [e["event"] for e in numpy_events] == ["start", "step", "step", "step", "end"]
+    assert shape(numpy_events) == shape(torch_events)
+    assert numpy_events[0]["max_steps"] == 3 and numpy_events[-1]["stop_reason"] == "max_steps"
+
+
 def test_resume_equals_uninterrupted(make_model, run, tiny_config, toy, tmp_path):
     """N steps in one go == N/2 steps, save, fresh process state, resume for N/2 (dropout on, epochs cross)."""
     _, sv, tv = toy

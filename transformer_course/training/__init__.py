@@ -9,12 +9,13 @@ imports without torch.
 from importlib import import_module
 
 _NAMES = {
+    "callbacks": ["ProgressBar"],
     "checkpoint": ["average_checkpoints", "export_pretrained", "load_checkpoint", "load_pretrained",
                    "model_from_checkpoint", "save_checkpoint"],
     "evaluate": ["corpus_bleu", "evaluate", "evaluate_pairs", "exact_match", "make_evaluator", "perplexity",
                  "token_accuracy", "translate"],
     "schedule": ["NoamSchedule", "make_scheduler", "noam_lr"],
-    "trainer": ["ProgressBar", "TrainingDiverged", "train"],
+    "trainer": ["TrainingDiverged", "train"],
 }
 _MODULE_OF = {name: module for module, names in _NAMES.items() for name in names}
 __all__ = sorted(_MODULE_OF)

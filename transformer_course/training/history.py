@@ -24,7 +24,6 @@ STOP_REASONS = {
     "patience": "TrainConfig.monitor did not improve at TrainConfig.patience successive evaluations",
     "time_budget": "TrainConfig.max_minutes of training passed",
     "data_exhausted": "the batches ran out (NumPy trainer)",
-    "callback": "a callback asked to stop (NumPy trainer)",
 }
 
 

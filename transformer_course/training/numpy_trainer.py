@@ -1,21 +1,22 @@
 """Training the NumPy Transformer: the paper's recipe (Adam 0.9 / 0.98 / 1e-9, warm-up schedule, label
 smoothing) on batches of NumPy arrays, with gradient clipping. Small on purpose: the chapters read it whole.
 
-Library code does not print: progress is an optional tqdm bar, logging goes through `callback`.
+Library code does not print: the callbacks (`callbacks.py`, the same events as the PyTorch trainer's) show a
+progress bar or log.
 """
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from ..config import ModelConfig, TrainConfig
 from ..numpy.loss import cross_entropy_backward, cross_entropy_forward
 from ..numpy.optim import Adam, clip_grad_norm, noam_lr
 from ..numpy.transformer import transformer_backward, transformer_forward
+from .callbacks import ProgressBar, emit
 from .history import new_history
 
 __all__ = ["train_step", "train_numpy"]
@@ -36,48 +37,44 @@ def train_step(params: dict, config: ModelConfig, optimizer: Adam, src: np.ndarr
 def train_numpy(params: dict, config: ModelConfig, batches: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]],
                 train_config: TrainConfig = TrainConfig(), *, rng: np.random.Generator | None = None,
                 optimizer: Adam | None = None,
-                callback: Callable[[int, dict], bool | None] | None = None,
-                progress: bool = False) -> dict:
+                callbacks: Sequence[Callable[[dict], None]] | None = None) -> dict:
     """Train `params` (updated in place) for train_config.max_steps steps or until `batches` runs out.
 
     batches yields (src (B, S), tgt_in (B, T), tgt_out (B, T)) integer arrays. The learning rate at step k is
     lr_factor * noam_lr(k, d_model, warmup_steps). Used from train_config: max_steps, warmup_steps, lr_factor,
     adam_beta1/2, adam_eps, label_smoothing, clip_grad_norm, seed (for dropout when `rng` is None).
-    `callback(step, {"loss", "lr", "grad_norm"})` may return True to stop early. Pass your own `optimizer`
-    to continue a previous run (its step count continues the schedule).
+    `callbacks` receive the events of `callbacks.py` ("start", "step", "end"; default: a progress bar shown
+    in a terminal). Pass your own `optimizer` to continue a previous run (its step count continues the schedule).
 
     Returns the history of `history.py`, as the PyTorch trainer does ("eval" stays empty: this trainer does not
-    evaluate), with stop_reason "max_steps", "data_exhausted" or "callback".
+    evaluate), with stop_reason "max_steps" or "data_exhausted".
     """
     tc = train_config
     rng = rng if rng is not None else np.random.default_rng(tc.seed)
     if optimizer is None:
         optimizer = Adam(params, lr=0.0, betas=(tc.adam_beta1, tc.adam_beta2), eps=tc.adam_eps)
     history = {**new_history(), "stop_reason": "max_steps"}
+    callbacks = [ProgressBar(desc="numpy train")] if callbacks is None else list(callbacks)
+    emit(callbacks, event="start", step=optimizer.t, max_steps=optimizer.t + tc.max_steps, rank=0)
     start = time.perf_counter()
     iterator = iter(batches)
-    bar = tqdm(total=tc.max_steps, disable=not progress, desc="numpy train", leave=False)
-    try:
-        for _ in range(tc.max_steps):
-            try:
-                src, tgt_in, tgt_out = next(iterator)
-            except StopIteration:
-                history["stop_reason"] = "data_exhausted"
-                break
-            step = optimizer.t + 1
-            lr = noam_lr(step, config.d_model, tc.warmup_steps, tc.lr_factor)
-            loss, grad_norm = train_step(params, config, optimizer, src, tgt_in, tgt_out, lr,
-                                         tc.label_smoothing, tc.clip_grad_norm, rng)
-            if not (math.isfinite(loss) and math.isfinite(grad_norm)):
-                raise FloatingPointError(f"training diverged at step {step}: loss {loss}, gradient norm {grad_norm}")
-            for key, value in (("step", step), ("loss", loss), ("lr", lr), ("grad_norm", grad_norm)):
-                history[key].append(value)
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
-            if callback is not None and callback(step, {"loss": loss, "lr": lr, "grad_norm": grad_norm}):
-                history["stop_reason"] = "callback"
-                break
-    finally:
-        bar.close()
+    for _ in range(tc.max_steps):
+        try:
+            src, tgt_in, tgt_out = next(iterator)
+        except StopIteration:
+            history["stop_reason"] = "data_exhausted"
+            break
+        step = optimizer.t + 1
+        lr = noam_lr(step, config.d_model, tc.warmup_steps, tc.lr_factor)
+        loss, grad_norm = train_step(params, config, optimizer, src, tgt_in, tgt_out, lr,
+                                     tc.label_smoothing, tc.clip_grad_norm, rng)
+        if not (math.isfinite(loss) and math.isfinite(grad_norm)):
+            raise FloatingPointError(f"training diverged at step {step}: loss {loss}, gradient norm {grad_norm}")
+        record = {"step": step, "loss": loss, "lr": lr, "grad_norm": grad_norm}
+        for key, value in record.items():
+            history[key].append(value)
+        emit(callbacks, event="step", **record)
     history["time_s"] = time.perf_counter() - start
+    emit(callbacks, event="end", step=optimizer.t,
+         **{key: history[key] for key in ("stop_reason", "best", "averaged")})
     return history

@@ -29,8 +29,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
 from ..config import TrainConfig
 from ..data.loader import Batch, BucketBatchSampler
@@ -39,6 +37,7 @@ from ..special_tokens import PAD_ID
 from ..torch.device import autocast, maybe_compile, needs_grad_scaler, pick_device
 from ..torch.loss import fast_cross_entropy
 from ..utils import set_seed
+from .callbacks import ProgressBar, emit
 from .checkpoint import average_state_dicts, check_vocabs, load_checkpoint, save_checkpoint, set_rng_state, unwrap_model
 from .history import best_index, new_history, stop_reason
 from .schedule import make_scheduler
@@ -47,7 +46,7 @@ from .schedule import make_scheduler
 dist, nn = torch.distributed, torch.nn
 
 __all__ = ["train", "RunState", "start_run", "wrap_model", "epoch_batches", "train_step", "global_token_mean",
-           "keep_checkpoints", "average_snapshots", "ProgressBar", "TrainingDiverged", "distributed_info"]
+           "keep_checkpoints", "average_snapshots", "TrainingDiverged", "distributed_info"]
 
 Vocabs = tuple[Vocab, Vocab]
 
@@ -63,24 +62,24 @@ def train(model: nn.Module, train_loader: Iterable[Batch], config: TrainConfig =
     `out_dir/last.pt`, then the stop rules (`history.stop_reason`). `vocabs` (source, target) are saved in the
     checkpoints; `resume_from` continues a run exactly (the same batches in the same order when the loader's
     batch sampler is a `BucketBatchSampler`, as `make_dataloader` builds; another loader starts its epoch over).
-    `callbacks` receive {"event": "start" | "step" | "eval" |
-    "end", ...} dicts (default: a progress bar). The history's keys are listed in `history.py`.
+    `callbacks` receive one dict per event, as `callbacks.py` lists them (default: a progress bar). The
+    history's keys are listed in `history.py`.
     """
     state = start_run(model, train_loader, config, vocabs, out_dir, resume_from)
     runner = wrap_model(state.model, state.device, config.compile)
     callbacks = [ProgressBar()] if callbacks is None else list(callbacks)
-    _emit(callbacks, event="start", step=state.step, max_steps=config.max_steps)
+    emit(callbacks, event="start", step=state.step, max_steps=config.max_steps, rank=distributed_info()[0])
     started = time.perf_counter() - state.history["time_s"]   # a resumed run's time budget counts its past too
     while state.history["stop_reason"] is None:
         for batch in epoch_batches(train_loader, state):
             record = train_step(state, runner, batch.to(state.device, non_blocking=True), config)
-            _emit(callbacks, event="step", **record)
+            emit(callbacks, event="step", **record)
             out_of_time = _over_time_budget(config, started, state.device)
             if state.step % config.eval_every == 0 or state.step >= config.max_steps or out_of_time:
                 if evaluate_fn is not None:
                     metrics = {"step": state.step, **evaluate_fn(state.model)}
                     state.history["eval"].append(metrics)
-                    _emit(callbacks, event="eval", **metrics)
+                    emit(callbacks, event="eval", **metrics)
                 keep_checkpoints(state, config)
                 state.history["stop_reason"] = stop_reason(state.history, config, state.step, out_of_time)
                 if state.history["stop_reason"] is not None:
@@ -88,7 +87,7 @@ def train(model: nn.Module, train_loader: Iterable[Batch], config: TrainConfig =
     state.history["time_s"] = time.perf_counter() - started
     average_snapshots(state, config, evaluate_fn)
     state.model.eval()
-    _emit(callbacks, event="end", step=state.step,
+    emit(callbacks, event="end", step=state.step,
           **{key: state.history[key] for key in ("stop_reason", "best", "averaged")})
     return state.history
 
@@ -263,31 +262,6 @@ def average_snapshots(state: RunState, config: TrainConfig, evaluate_fn: Callabl
         if evaluate_fn is not None:
             state.history["averaged"] = evaluate_fn(state.model)
         state.save("averaged.pt", config)
-
-
-class ProgressBar:
-    """The default callback: a tqdm bar on rank 0. enabled=None shows it only when stderr is a terminal
-    (not in logs, CI or nbval)."""
-
-    def __init__(self, enabled: bool | None = None):
-        self.enabled = enabled
-        self.bar = None
-
-    def __call__(self, event: dict) -> None:
-        if event["event"] == "start":
-            hidden = True if distributed_info()[0] != 0 else (None if self.enabled is None else not self.enabled)
-            self.bar = tqdm(total=event["max_steps"], initial=event["step"], desc="train", unit="step",
-                            dynamic_ncols=True, disable=hidden)
-        elif event["event"] == "step":
-            self.bar.update(1)
-            self.bar.set_postfix(loss=f"{event['loss']:.3f}", lr=f"{event['lr']:.2e}", refresh=False)
-        elif event["event"] == "end":
-            self.bar.close()
-
-
-def _emit(callbacks: Sequence[Callable[[dict], None]], **event) -> None:
-    for callback in callbacks:
-        callback(event)
 
 
 def _over_time_budget(config: TrainConfig, started: float, device: torch.device) -> bool:
