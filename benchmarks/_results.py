@@ -1,4 +1,5 @@
-"""Write a benchmark's results as JSON under benchmarks/results/, with what a reader needs to trust them.
+"""Write a benchmark's results as JSON under transformer_course/results/ (they ship with the package, so
+the chapters read them in Colab too), with what a reader needs to trust them.
 
 Every results file records the command that produced it, when, on which machine (processor, cores, threads)
 and with which versions; chapters print these files (`transformer_course.display.load_results`) instead of
@@ -16,7 +17,7 @@ import statistics
 import sys
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent.parent / "transformer_course" / "results"
 
 
 def cpu_model() -> str:
@@ -67,7 +68,7 @@ def summary(values: list[float]) -> dict:
 
 
 def write_results(name: str, script: str, argv: list[str] | None, results: dict) -> Path:
-    """Save `results` as benchmarks/results/<name>.json with the command, date and machine; returns the path."""
+    """Save `results` as transformer_course/results/<name>.json with the command, date and machine; returns the path."""
     RESULTS.mkdir(exist_ok=True)
     args = sys.argv[1:] if argv is None else argv
     payload = {"command": shlex.join(["python", f"benchmarks/{script}", *args]),

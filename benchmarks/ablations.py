@@ -11,7 +11,7 @@ perplexity (teacher forced, no smoothing), training time, and the paper's number
 its Table 3 (EN-DE newstest2013 dev BLEU and perplexity per wordpiece, base model = 25.8 BLEU, 4.92 PPL); the
 nearest row is the paper's change in the same direction (half / double the heads, fewer / more layers).
 Every variant runs with the same seeds (at least three); the table gives the mean and the standard deviation
-over seeds, and the results file benchmarks/results/ablations.json keeps every seed's figures: the spread
+over seeds, and the results file transformer_course/results/ablations.json keeps every seed's figures: the spread
 between seeds is the noise level against which the differences between variants must be read. One more row,
 a learning-rate factor of 1.0 instead of chapter 9's 0.5, has no counterpart in the paper.
 """

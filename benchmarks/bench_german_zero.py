@@ -85,7 +85,7 @@ def main(argv=None) -> int:
                         help="which recipes (default: all)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="training seeds (default: 0 1 2)")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once, one thread each (default: 2)")
-    parser.add_argument("--save", action="store_true", help="write benchmarks/results/german_zero.json")
+    parser.add_argument("--save", action="store_true", help="write transformer_course/results/german_zero.json")
     args = parser.parse_args(argv)
     cells = [(v, s) for v in args.variants for s in args.seeds]
     with tempfile.TemporaryDirectory(prefix="bench-german-zero-") as workdir, ThreadPoolExecutor(args.jobs) as pool:
@@ -117,7 +117,7 @@ def main(argv=None) -> int:
 
 
 def load_saved() -> list[dict]:
-    """The rows of benchmarks/results/german_zero.json, if any (each row names its variant and command)."""
+    """The rows of transformer_course/results/german_zero.json, if any (each row names its variant and command)."""
     import json
     path = RESULTS / "german_zero.json"
     return json.loads(path.read_text(encoding="utf-8"))["rows"] if path.exists() else []

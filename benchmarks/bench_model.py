@@ -10,7 +10,7 @@ models and the table reports medians. Model-FLOP utilisation (MFU, as defined by
 the model's matmul FLOPs per step (forward x 3) over the step time, divided by the hardware's peak FLOP/s for
 the threads used: on a CPU, threads x clock x FLOPs per cycle of its vector units, read from /proc/cpuinfo
 (benchmarks/_results.py, printed); elsewhere the measured matmul peak stands in, and the table says so.
-`--json NAME` also writes benchmarks/results/NAME.json, which appendix B of the book prints.
+`--json NAME` also writes transformer_course/results/NAME.json, which appendix B of the book prints.
 """
 from __future__ import annotations
 
@@ -293,7 +293,7 @@ def main(argv=None) -> None:
                         help="wall: elapsed time; cpu: this process's CPU time, which a machine shared with other "
                              "jobs does not inflate (meaningful on CPU with --threads 1 only)")
     parser.add_argument("--no-decoding", action="store_true", help="time training steps only")
-    parser.add_argument("--json", metavar="NAME", help="also write benchmarks/results/NAME.json")
+    parser.add_argument("--json", metavar="NAME", help="also write transformer_course/results/NAME.json")
     args = parser.parse_args(argv)
     if args.quick:
         args.rounds, args.decode_rounds, args.steps, args.sizes = 3, 3, 1, "tiny"

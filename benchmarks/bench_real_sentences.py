@@ -1,17 +1,21 @@
-"""Benchmark: translating real sentences (the Ding dictionary's examples, German <-> English) with the command line.
+"""Benchmark: translating real sentences (the Ding dictionary's examples or Multi30k) with the command line.
 
     python benchmarks/bench_real_sentences.py                               # the defaults, de->en, seed 0
     python benchmarks/bench_real_sentences.py --runs "drop3=--set dropout=0.3" "v4k=--vocab-size 4000"
     python benchmarks/bench_real_sentences.py --seeds 0 1 2 --jobs 2 --threads 1 --save
     python benchmarks/bench_real_sentences.py --seeds 0 1 2 --jobs 2 --threads 1 --steps 2000 4000 6000 8000 \
         --runs "defaults=--train-set patience=0" --save --results real_sentences_steps
+    python benchmarks/bench_real_sentences.py --task multi30k --corpus multi30k --seeds 0 1 2 --jobs 3 \
+        --runs "gpu=--src-lang de --tgt-lang en --preset gpu --precision bf16 --device cuda" --save --results multi30k
 
-Each run is one `transformer-course train --task trans-de-en --threads T --no-progress --out DIR [FLAGS]` in a
+Each run is one `transformer-course train --task TASK --threads T --no-progress --out DIR [FLAGS]` in a
 fresh process (the defaults when FLAGS are empty), then `transformer-course evaluate` of the trained model on the
 validation split (what every choice of recipe is made on) and on the test split (reported, never tuned on), with
 greedy search. A run is `NAME=FLAGS`. The table gives the steps, the training time (wall clock, from the run's
 history), why training stopped, and sacreBLEU and chrF (sacrebleu's defaults, on detokenised text) on both
-splits. Needs the dictionary: `apt-get install trans-de-en` (or --corpus PATH).
+splits. The Ding sentences (--task trans-de-en, the default) need the dictionary: `apt-get install trans-de-en`
+(or --corpus PATH); Multi30k (--task multi30k) needs --corpus, the folder of its task-1 files (train.de.gz, ...:
+github.com/multi30k/dataset, data/task1/raw; `train --task multi30k --download` fetches them).
 
 Timings depend on the machine and on what else runs: with --jobs 2 and --threads 1 two runs share the two cores.
 The scores do not depend on the timing when the run ends by its step count or by its stop rule, not by
@@ -63,10 +67,10 @@ def evaluate(out: Path, split: str, what: str) -> dict:
 
 
 def run_one(name: str, flags: list[str], seed: int, threads: int, corpus: str | None, workdir: Path,
-            steps: list[int] | None = None) -> dict:
+            steps: list[int] | None = None, task: str = "trans-de-en") -> dict:
     out = workdir / f"{name}-seed{seed}"
     what = f"{name} seed {seed}"
-    data = ["--task", "trans-de-en"] + (["--corpus", corpus] if corpus else [])
+    data = ["--task", task] + (["--corpus", corpus] if corpus else [])
     command = BASE + ["train", *data, "--seed", str(seed), "--threads", str(threads), "--no-progress",
                       "--out", str(out), *flags]
     started = time.perf_counter()
@@ -112,14 +116,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--threads", type=int, default=2, help="threads of each run (default: 2)")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (default: 1)")
-    parser.add_argument("--corpus", default=None, help="the Ding dictionary file (default: /usr/share/trans/de-en)")
+    parser.add_argument("--task", choices=("trans-de-en", "multi30k"), default="trans-de-en",
+                        help="the corpus: the Ding sentences (default) or Multi30k")
+    parser.add_argument("--corpus", default=None,
+                        help="trans-de-en: the Ding dictionary file (default: /usr/share/trans/de-en); "
+                             "multi30k: the folder of its files (required)")
     parser.add_argument("--keep", default=None, metavar="DIR", help="keep the runs' folders under DIR")
     parser.add_argument("--steps", nargs="+", type=int, default=None, metavar="S",
                         help="train each run to S1 steps, score it on the validation split, resume to S2, ...")
-    parser.add_argument("--save", action="store_true", help="write benchmarks/results/RESULTS.json")
+    parser.add_argument("--save", action="store_true", help="write transformer_course/results/RESULTS.json")
     parser.add_argument("--results", default="real_sentences",
                         help="name of the results file (default: %(default)s)")
     args = parser.parse_args(argv)
+    if args.task == "multi30k" and not args.corpus:
+        parser.error("--corpus: expected the folder of Multi30k's files with --task multi30k")
     runs = []
     for spec in args.runs:
         name, sep, flags = spec.partition("=")
@@ -133,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [(name, flags, seed) for name, flags in runs for seed in args.seeds]
     rows = []
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = [pool.submit(run_one, name, flags, seed, args.threads, args.corpus, workdir, args.steps)
+        futures = [pool.submit(run_one, name, flags, seed, args.threads, args.corpus, workdir, args.steps, args.task)
                    for name, flags, seed in jobs]
         for future in as_completed(futures):         # each row as soon as its run ends
             rows.append(future.result())
@@ -150,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         import torch
         gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
         write_results(args.results, "bench_real_sentences.py", argv,
-                      {"threads": args.threads, "jobs": args.jobs, "gpu": gpu, "rows": rows})
+                      {"task": args.task, "threads": args.threads, "jobs": args.jobs, "gpu": gpu, "rows": rows})
     return 0
 
 

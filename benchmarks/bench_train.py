@@ -3,7 +3,7 @@
     python benchmarks/bench_train.py                          # the whole matrix (about 30 minutes, 2 threads)
     python benchmarks/bench_train.py --pairs en-fr en-de --ranges 9999
     python benchmarks/bench_train.py --extra "--max-steps 3000"   # any other `train` flags, for tuning
-    python benchmarks/bench_train.py --save                   # also write benchmarks/results/train_matrix.json
+    python benchmarks/bench_train.py --save                   # also write transformer_course/results/train_matrix.json
 
 Each cell of the matrix is one `transformer-course train --task numbers --src-lang A --tgt-lang B
 --max-number N --threads T --no-progress --out DIR` in a fresh process, with no tuning flag: the defaults are
@@ -75,7 +75,8 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default: 2)")
     parser.add_argument("--extra", default="", help="more `train` flags, quoted (tuning only: not the defaults)")
     parser.add_argument("--save", action="store_true",
-                        help="write the rows, the command and the machine to benchmarks/results/train_matrix.json")
+                        help="write the rows, the command and the machine to "
+                             "transformer_course/results/train_matrix.json")
     args = parser.parse_args(argv)
 
     cells = []

@@ -4,7 +4,7 @@
     python benchmarks/chapter_times.py book/09_training.ipynb
 
 Each notebook runs once in a fresh kernel, in the book/ folder, as tools/execute_notebooks.py runs it; the wall
-time and the machine's load average around the run are recorded in benchmarks/results/chapter_times.json (the
+time and the machine's load average around the run are recorded in transformer_course/results/chapter_times.json (the
 workshop guide and appendix B refer to it). On a machine shared with other jobs the load average says how much
 the times are inflated.
 """

@@ -2,7 +2,7 @@
 
 A chapter trains each variant once, with seed 0, to draw its figures; whether one variant really beats
 another needs the spread over seeds. This script reruns each comparison exactly as its chapter sets it up,
-for every seed given, and writes benchmarks/results/<experiment>.json with every seed's figures and their
+for every seed given, and writes transformer_course/results/<experiment>.json with every seed's figures and their
 mean, standard deviation, minimum and maximum. The chapter prints that file next to its own run.
 
     python benchmarks/experiments.py attention  --seeds 0 1 2 3 4   # chapter 2: with and without attention

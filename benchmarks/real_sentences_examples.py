@@ -1,18 +1,21 @@
-"""Translations and attention of one model trained on the Ding sentences, for the chapter "Real sentences".
+"""Translations and attention of one model trained on real sentences, for the chapter "Real sentences".
 
     python benchmarks/real_sentences_examples.py --checkpoint RUN_DIR --save
+    python benchmarks/real_sentences_examples.py --task multi30k --corpus multi30k --checkpoint RUN_DIR \
+        --save --results multi30k_examples
 
 RUN_DIR is a folder written by `transformer-course train --task trans-de-en` (German -> English), for example
-the seed-0 run of `bench_real_sentences.py --keep DIR`. The script translates the 1,000 test sentences with
+the seed-0 run of `bench_real_sentences.py --keep DIR`, or by `train --task multi30k --src-lang de --tgt-lang en`
+with --task multi30k. The script translates the 1,000 test sentences with
 greedy search, scores each with sacreBLEU's sentence-level chrF, and keeps (with --save, in
-benchmarks/results/real_sentences_examples.json):
+transformer_course/results/real_sentences_examples.json):
 - corpus BLEU and chrF of the whole test split (they must equal what `evaluate` printed for the run);
 - how many translations are exactly the reference, and the share of sentences by chrF band;
 - a few translations by rule, not by hand: the three of 4 to 8 source words with the highest chrF, the three
   nearest the median chrF and the three with the lowest chrF (ties broken by the SHA-256 split key);
 - for the best of those, the decoder's cross-attention (last layer, mean over heads) while it reads its own
   translation back, rounded to 2 decimals: what the chapter draws.
-The sentences are the Ding dictionary's (GPL-2+): the file quotes only the few it shows.
+The sentences are the Ding dictionary's (GPL-2+) or Multi30k's: the file quotes only the few it shows.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import sacrebleu
 import torch
 from _results import write_results
 
+from transformer_course.data.corpora import load_multi30k
 from transformer_course.data.ding import ding_split_key, load_ding
 from transformer_course.training.checkpoint import model_from_checkpoint
 from transformer_course.training.evaluate import translate
@@ -44,15 +48,24 @@ def cross_attention(model, src_vocab, tgt_vocab, source: str, output: str) -> di
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", required=True, help="a trans-de-en (de->en) run folder or its model.pt")
-    parser.add_argument("--corpus", default=None, help="the Ding dictionary file (default: /usr/share/trans/de-en)")
-    parser.add_argument("--save", action="store_true", help="write benchmarks/results/real_sentences_examples.json")
+    parser.add_argument("--checkpoint", required=True, help="a de->en run folder or its model.pt")
+    parser.add_argument("--task", choices=("trans-de-en", "multi30k"), default="trans-de-en",
+                        help="the corpus the model was trained on (default: %(default)s)")
+    parser.add_argument("--corpus", default=None,
+                        help="trans-de-en: the Ding dictionary file (default: /usr/share/trans/de-en); "
+                             "multi30k: the folder of its files (required)")
+    parser.add_argument("--save", action="store_true", help="write transformer_course/results/RESULTS.json")
+    parser.add_argument("--results", default="real_sentences_examples",
+                        help="name of the results file (default: %(default)s)")
     args = parser.parse_args(argv)
+    if args.task == "multi30k" and not args.corpus:
+        parser.error("--corpus: expected the folder of Multi30k's files with --task multi30k")
     torch.set_num_threads(1)                     # one thread: the same sums in the same order on every machine
     path = args.checkpoint.rstrip("/")
     model, src_vocab, tgt_vocab, checkpoint = model_from_checkpoint(path if path.endswith(".pt")
                                                                     else f"{path}/model.pt")
-    data = load_ding(args.corpus)
+    # Only the raw test pairs are read: the model's own vocabularies come with the checkpoint.
+    data = load_multi30k(args.corpus, "de", "en") if args.task == "multi30k" else load_ding(args.corpus)
     sources, references = [s for s, _ in data.test], [t for _, t in data.test]
     outputs = translate(model, sources, src_vocab, tgt_vocab)
     bleu = sacrebleu.corpus_bleu(outputs, [references])
@@ -77,13 +90,13 @@ def main(argv: list[str] | None = None) -> int:
     }
     for group, chosen in results["examples"].items():
         for row in chosen:
-            row.pop("key")
+            row.pop("key", None)                 # a row can be in two groups when scores tie
             print(f"{group:<7} chrF {row['chrf']:5.1f}  {row['source']}\n{'':20}-> {row['output']}\n"
                   f"{'':20}   ({row['reference']})")
     print(f"test: BLEU {results['bleu']}, chrF {results['chrf']}, exact {results['exact']} of {results['n']}, "
           f"median sentence chrF {median}, bands {results['chrf_bands']}")
     if args.save:
-        print(write_results("real_sentences_examples", "real_sentences_examples.py", argv, results))
+        print(write_results(args.results, "real_sentences_examples.py", argv, results))
     return 0
 
 

@@ -1,5 +1,5 @@
-"""display.glue hands numbers to the prose without myst-nb being required; load_results finds the committed
-results files of benchmarks/ and says None where there is no repository (Colab)."""
+"""display.glue hands numbers to the prose without myst-nb being required; load_results reads the results
+files that benchmarks/ wrote into the package, so a chapter finds them wherever the package is installed."""
 from __future__ import annotations
 
 import builtins
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.display import glue, load_results, results_dir
+from transformer_course.display import glue, load_results
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,24 +54,30 @@ def test_glue_refuses_names_the_prose_could_not_reference(name):
         glue(name, 1.0)
 
 
-def test_load_results_reads_the_repository_file_from_any_folder_below_it(tmp_path):
-    folder = tmp_path / "benchmarks" / "results"
-    folder.mkdir(parents=True)
-    (folder / "demo.json").write_text(json.dumps({"seeds": [0, 1, 2]}))
-    deep = tmp_path / "book" / "sub"
-    deep.mkdir(parents=True)
-    assert results_dir(deep) == folder
-    assert load_results("demo", start=deep) == {"seeds": [0, 1, 2]}
-    assert load_results("missing", start=deep) is None
+def test_load_results_reads_the_installed_package_from_any_folder(tmp_path, monkeypatch):
+    """In Colab there is no checkout: the files come with the package, whatever the working directory."""
+    monkeypatch.chdir(tmp_path)
+    shipped = json.loads((ROOT / "transformer_course" / "results" / "ablations.json").read_text())
+    assert load_results("ablations") == shipped
+    assert load_results("no_such_results") is None
 
 
-def test_load_results_is_none_outside_a_repository(tmp_path):
-    assert results_dir(tmp_path) is None and load_results("ablations", start=tmp_path) is None
+@pytest.mark.parametrize("name", ["", "../ablations", "a.b", 3])
+def test_load_results_refuses_names_that_are_not_file_stems(name):
+    with pytest.raises(ValueError, match="name"):
+        load_results(name)
+
+
+def test_the_results_files_are_package_data():
+    """pyproject.toml ships them, so an installed wheel has them too."""
+    tomllib = pytest.importorskip("tomllib")     # Python 3.11 on; the 3.10 leg reads the same file
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert "results/*.json" in package_data["transformer_course"]
 
 
 def test_the_committed_results_files_record_how_they_were_made():
     """Every results file the chapters print names its command, date and machine, and has >= 3 seeds."""
-    files = sorted((ROOT / "benchmarks" / "results").glob("*.json"))
+    files = sorted((ROOT / "transformer_course" / "results").glob("*.json"))
     assert files, "no committed results files"
     for path in files:
         data = json.loads(path.read_text())

@@ -150,7 +150,7 @@ def run_student_edition(path: str) -> tuple[str, float]:
 def longest_first(paths: list[str]) -> list[str]:
     """The notebooks in the order that ends soonest on a few workers: the longest first, by the times that
     benchmarks/chapter_times.py measured (a notebook it did not time goes first: it may be long)."""
-    times_file = ROOT / "benchmarks" / "results" / "chapter_times.json"
+    times_file = ROOT / "transformer_course" / "results" / "chapter_times.json"
     measured = json.loads(times_file.read_text())["notebooks"] if times_file.exists() else {}
     return sorted(paths, key=lambda path: -measured.get(Path(path).name, {}).get("seconds", float("inf")))
 

@@ -9,7 +9,7 @@
 - `glue(name, value)`: hand a computed number to the page's prose (myst-nb's glue when the book is built;
   nothing at all where myst-nb is not installed, as in Colab or a NumPy-only install).
 - `load_results(name)`: read a results file written by a script in `benchmarks/` (experiments too slow for a
-  chapter), or None where the repository's `benchmarks/results/` is not at hand.
+  chapter). The files ship with the package (`transformer_course/results/`), so Colab reads them too.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import inspect
 import json
 import re
 import textwrap
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -247,21 +248,11 @@ def glue(name: str, value: Any, decimals: int | None = None, display: bool = Fal
     myst_glue(name, value, display=display)
 
 
-def results_dir(start: Path | None = None) -> Path | None:
-    """`benchmarks/results` of the repository that contains `start` (default: the working directory), if any."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        candidate = folder / "benchmarks" / "results"
-        if candidate.is_dir():
-            return candidate
-    return None
-
-
-def load_results(name: str, start: Path | None = None) -> dict | None:
-    """The JSON results file `benchmarks/results/<name>.json`, or None if this is not a checkout of the
-    repository (for example in Colab, where only the package is installed)."""
-    folder = results_dir(start)
-    path = folder / f"{name}.json" if folder is not None else None
-    if path is None or not path.is_file():
+def load_results(name: str) -> dict | None:
+    """The JSON results file `transformer_course/results/<name>.json`, or None when no benchmark wrote it."""
+    if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
+        raise ValueError(f"name: expected letters, digits, '-' or '_', got {name!r}")
+    path = resources.files("transformer_course") / "results" / f"{name}.json"
+    if not path.is_file():
         return None
-    return json.loads(path.read_text())
+    return json.loads(path.read_text(encoding="utf-8"))
