@@ -37,3 +37,15 @@ def test_train_numpy_stops_on_exhausted_data():
     few = [next(gen) for _ in range(2)]
     history = train_numpy(params, config, few, TrainConfig(max_steps=10, warmup_steps=2))
     assert len(history["loss"]) == 2 and history["stop_reason"] == "data_exhausted"
+
+
+def test_max_steps_is_a_ceiling_that_a_continued_run_counts_from_its_first_step():
+    """As in the PyTorch trainer: max_steps is the step count to reach, not the number of steps to add."""
+    from transformer_course.numpy.optim import Adam
+    config = tiny_config()
+    params = init_transformer(np.random.default_rng(1), config)
+    gen = _copy_batches(np.random.default_rng(2), 7, B=2)
+    optimizer = Adam(params, lr=0.0)
+    first = train_numpy(params, config, gen, TrainConfig(max_steps=3, warmup_steps=2), optimizer=optimizer)
+    more = train_numpy(params, config, gen, TrainConfig(max_steps=5, warmup_steps=2), optimizer=optimizer)
+    assert first["step"] == [1, 2, 3] and more["step"] == [4, 5] and more["stop_reason"] == "max_steps"

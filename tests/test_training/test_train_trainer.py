@@ -1,4 +1,6 @@
 """The trainer: learning, exact resume, NaN detection, stop rules, averaging, precision, bad input."""
+import math
+
 import pytest
 import torch
 from training_helpers import params_equal
@@ -51,6 +53,11 @@ def test_both_trainers_send_the_same_events(make_model, run, tiny_config):
     assert [e["event"] for e in numpy_events] == ["start", "step", "step", "step", "end"]
     assert shape(numpy_events) == shape(torch_events)
     assert numpy_events[0]["max_steps"] == 3 and numpy_events[-1]["stop_reason"] == "max_steps"
+
+
+def test_the_gradient_norm_is_measured_with_clipping_off(make_model, run, tiny_config):
+    history = run(make_model(), tiny_config.replace(max_steps=3, clip_grad_norm=0.0))
+    assert all(math.isfinite(g) and g > 0 for g in history["grad_norm"]), history["grad_norm"]
 
 
 def test_resume_equals_uninterrupted(make_model, run, tiny_config, toy, tmp_path):

@@ -3,10 +3,12 @@ and multi-head attention; the twin of `transformer_course.numpy.attention`, with
 (autograd computes them).
 
 `MultiHeadAttention` has one `forward`, line for line its NumPy twin's: project, split into heads, position
-term, attention, merge, output projection. Only the attention kernel has two forms, chosen once when the module is
-built (as nanoGPT does): `fused=True` calls `F.scaled_dot_product_attention` (flash / memory-efficient kernels on
-GPU, a fused kernel on CPU), which never forms the weights; `fused=False`, or a call that asks for the weights,
-runs `scaled_dot_product_attention` below, the scores, masked softmax and weighted sum written out. Decoding
+term, attention, merge, output projection. Only the attention kernel has two forms, and the module's kernel is set
+when it is built (as nanoGPT sets its flash flag): `fused=True` calls `F.scaled_dot_product_attention` (flash /
+memory-efficient kernels on GPU, a fused kernel on CPU), which never forms the weights; `fused=False` runs
+`scaled_dot_product_attention` below, the scores, masked softmax and weighted sum written out. A call that asks
+for the weights runs the written-out form whatever the kernel: a module called on its own does by default (so a
+chapter can draw the map); the encoder and decoder layers ask only when their caller wants the maps. Decoding
 passes a `KVCache`, which keeps the keys and values of the positions already generated; tests check that every
 form gives the same output.
 """

@@ -74,14 +74,15 @@ def get_rng_state() -> dict:
 
 
 def set_rng_state(state: dict) -> None:
-    """Restore what `get_rng_state` captured."""
+    """Restore what `get_rng_state` captured. The states are byte tensors that torch wants on the CPU, also when
+    the checkpoint was loaded onto a GPU (map_location="cuda")."""
     version, mt, gauss = state["python"]
     random.setstate((version, tuple(mt), gauss))
     name, keys, pos, has_gauss, cached = state["numpy"]
-    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached))  # noqa: NPY002
-    torch.set_rng_state(state["torch"])
+    np.random.set_state((name, keys.cpu().numpy().astype(np.uint32), pos, has_gauss, cached))  # noqa: NPY002
+    torch.set_rng_state(state["torch"].cpu())
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
 
 
 def save_checkpoint(path: str | os.PathLike, model: torch.nn.Module, *, optimizer=None, scheduler=None,

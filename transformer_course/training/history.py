@@ -3,7 +3,8 @@ without torch).
 
 A history is a dict:
 
-* "step", "loss", "lr", "grad_norm": one entry per optimiser step (the loss of that step's batch);
+* "step", "loss", "lr", "grad_norm": one entry per optimiser step (the loss of that step's batch; the norm of
+  the gradients before clipping, measured also when clipping is off);
 * "eval": one dict of validation metrics per evaluation, with the "step" it was taken at;
 * "best": the evaluation where `TrainConfig.monitor` was best; "averaged": the metrics of the averaged model;
 * "stop_reason": one of STOP_REASONS; "time_s": seconds spent in the training loop.

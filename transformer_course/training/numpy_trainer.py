@@ -38,7 +38,8 @@ def train_numpy(params: dict, config: ModelConfig, batches: Iterable[tuple[np.nd
                 train_config: TrainConfig = TrainConfig(), *, rng: np.random.Generator | None = None,
                 optimizer: Adam | None = None,
                 callbacks: Sequence[Callable[[dict], None]] | None = None) -> dict:
-    """Train `params` (updated in place) for train_config.max_steps steps or until `batches` runs out.
+    """Train `params` (updated in place) until the optimiser's step count reaches train_config.max_steps (the
+    ceiling, as for the PyTorch trainer: a continued run counts its earlier steps) or `batches` runs out.
 
     batches yields (src (B, S), tgt_in (B, T), tgt_out (B, T)) integer arrays. The learning rate at step k is
     lr_factor * noam_lr(k, d_model, warmup_steps). Used from train_config: max_steps, warmup_steps, lr_factor,
@@ -55,10 +56,10 @@ def train_numpy(params: dict, config: ModelConfig, batches: Iterable[tuple[np.nd
         optimizer = Adam(params, lr=0.0, betas=(tc.adam_beta1, tc.adam_beta2), eps=tc.adam_eps)
     history = {**new_history(), "stop_reason": "max_steps"}
     callbacks = [ProgressBar(desc="numpy train")] if callbacks is None else list(callbacks)
-    emit(callbacks, event="start", step=optimizer.t, max_steps=optimizer.t + tc.max_steps, rank=0)
+    emit(callbacks, event="start", step=optimizer.t, max_steps=tc.max_steps, rank=0)
     start = time.perf_counter()
     iterator = iter(batches)
-    for _ in range(tc.max_steps):
+    while optimizer.t < tc.max_steps:
         try:
             src, tgt_in, tgt_out = next(iterator)
         except StopIteration:

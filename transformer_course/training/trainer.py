@@ -154,7 +154,9 @@ def start_run(model: nn.Module, train_loader: Iterable, config: TrainConfig, voc
     width = _check_arguments(model, train_loader, config, vocabs)
     rank, world_size = distributed_info()
     device = pick_device(config.device)
-    set_seed(config.seed)
+    # Each process its own dropout masks (rank 0 draws what a single process draws); the batches come from the
+    # sampler's own (seed, epoch) generator, so every process still reads its shard of the same order.
+    set_seed(config.seed + rank)
     model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(config.adam_beta1, config.adam_beta2),
                                  eps=config.adam_eps, weight_decay=config.weight_decay)
@@ -211,13 +213,12 @@ def train_step(state: RunState, runner: nn.Module, batch: Batch, config: TrainCo
                                "clip_grad_norm > 0, or train in fp32/bf16 instead of fp16")
     state.optimizer.zero_grad(set_to_none=True)
     state.scaler.scale(loss).backward()
-    grad_norm = float("nan")
-    if config.clip_grad_norm > 0:
-        state.scaler.unscale_(state.optimizer)
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(state.model.parameters(), config.clip_grad_norm))
-        if not math.isfinite(grad_norm) and config.precision != "fp16":
-            raise TrainingDiverged(f"gradient norm became {grad_norm} at step {state.step + 1}; lower "
-                                   "TrainConfig.lr_factor or check the data for empty targets")
+    state.scaler.unscale_(state.optimizer)               # the norm of the true gradients, clipped or not
+    max_norm = config.clip_grad_norm if config.clip_grad_norm > 0 else math.inf   # inf: measure, do not clip
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(state.model.parameters(), max_norm))
+    if not math.isfinite(grad_norm) and config.precision != "fp16":
+        raise TrainingDiverged(f"gradient norm became {grad_norm} at step {state.step + 1}; lower "
+                               "TrainConfig.lr_factor or check the data for empty targets")
     lr = state.scheduler.get_last_lr()[0]
     state.scaler.step(state.optimizer)                   # with fp16, skipped when the scaled gradients overflowed
     state.scaler.update()
