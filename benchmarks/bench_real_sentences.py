@@ -25,6 +25,9 @@ With --steps S1 S2 ..., each run is trained to S1 steps, scored, resumed to S2 (
 a resumed run continues exactly where it stopped), scored again, and so on: what more steps buy, on the
 validation split only (the test split is scored once, at the end). Give the runs `--train-set patience=0`, or
 the stop rule may end a run before the next mark.
+
+With --rescore nothing is trained: the finished runs in --keep DIR are scored again, for a benchmark stopped
+before its last run ended (give the --runs, --seeds, --threads and --jobs it ran with; "process_s" is then None).
 """
 from __future__ import annotations
 
@@ -67,7 +70,7 @@ def evaluate(out: Path, split: str, what: str) -> dict:
 
 
 def run_one(name: str, flags: list[str], seed: int, threads: int, corpus: str | None, workdir: Path,
-            steps: list[int] | None = None, task: str = "trans-de-en") -> dict:
+            steps: list[int] | None = None, task: str = "trans-de-en", rescore: bool = False) -> dict:
     out = workdir / f"{name}-seed{seed}"
     what = f"{name} seed {seed}"
     data = ["--task", task] + (["--corpus", corpus] if corpus else [])
@@ -75,12 +78,12 @@ def run_one(name: str, flags: list[str], seed: int, threads: int, corpus: str | 
                       "--out", str(out), *flags]
     started = time.perf_counter()
     by_steps = []
-    for i, mark in enumerate(steps or [None]):
+    for i, mark in enumerate([] if rescore else steps or [None]):
         extra = ([] if mark is None else ["--max-steps", str(mark)]) + (["--resume"] if i else [])
         _run(command + extra, what)
         if mark is not None:
             by_steps.append({"step": mark, "val": evaluate(out, "val", what)})
-    wall = time.perf_counter() - started
+    wall = None if rescore else time.perf_counter() - started      # rescoring: only the run's own clock
     history = json.loads((out / "history.json").read_text(encoding="utf-8"))
     row = {"name": name, "flags": shlex.join(flags), "seed": seed, "steps": history["step"][-1],
            "train_s": history["time_s"], "process_s": wall, "stop_reason": history["stop_reason"],
@@ -124,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", default=None, metavar="DIR", help="keep the runs' folders under DIR")
     parser.add_argument("--steps", nargs="+", type=int, default=None, metavar="S",
                         help="train each run to S1 steps, score it on the validation split, resume to S2, ...")
+    parser.add_argument("--rescore", action="store_true",
+                        help="train nothing: score the finished runs in --keep DIR again (with the same --runs "
+                             "and --seeds), e.g. after the benchmark was stopped before its last run ended")
     parser.add_argument("--save", action="store_true", help="write transformer_course/results/RESULTS.json")
     parser.add_argument("--results", default="real_sentences",
                         help="name of the results file (default: %(default)s)")
@@ -138,12 +144,15 @@ def main(argv: list[str] | None = None) -> int:
         runs.append((name, shlex.split(flags)))
     if args.steps and (sorted(set(args.steps)) != args.steps or args.steps[0] < 1):
         parser.error(f"--steps: expected increasing positive step counts, got {args.steps}")
+    if args.rescore and (not args.keep or args.steps):
+        parser.error("--rescore: expected --keep DIR (the runs to score) and no --steps")
     workdir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="real-sentences-"))
     workdir.mkdir(parents=True, exist_ok=True)
     jobs = [(name, flags, seed) for name, flags in runs for seed in args.seeds]
     rows = []
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = [pool.submit(run_one, name, flags, seed, args.threads, args.corpus, workdir, args.steps, args.task)
+        futures = [pool.submit(run_one, name, flags, seed, args.threads, args.corpus, workdir, args.steps, args.task,
+                               args.rescore)
                    for name, flags, seed in jobs]
         for future in as_completed(futures):         # each row as soon as its run ends
             rows.append(future.result())

@@ -10,6 +10,8 @@ with --task multi30k. The script translates the 1,000 test sentences with
 greedy search, scores each with sacreBLEU's sentence-level chrF, and keeps (with --save, in
 transformer_course/results/real_sentences_examples.json):
 - corpus BLEU and chrF of the whole test split (they must equal what `evaluate` printed for the run);
+- the share of the validation split's German words (lower-cased, `\\w+`) that no training sentence has, as the
+  chapter counts it for the Ding sentences: how many new words the corpus throws at the model;
 - how many translations are exactly the reference, and the share of sentences by chrF band;
 - a few translations by rule, not by hand: the three of 4 to 8 source words with the highest chrF, the three
   nearest the median chrF and the three with the lowest chrF (ties broken by the SHA-256 split key);
@@ -20,6 +22,7 @@ The sentences are the Ding dictionary's (GPL-2+) or Multi30k's: the file quotes 
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 
@@ -79,11 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     middle = sorted(short, key=lambda row: (abs(row["chrf"] - median), row["key"]))[:N_SHOW]
     worst = sorted(short, key=lambda row: (row["chrf"], row["key"]))[:N_SHOW]
     bands = [(0, 20), (20, 40), (40, 60), (60, 80), (80, 101)]
+    train_words = {w for german, _ in data.train for w in re.findall(r"\w+", german.lower())}
+    val_words = [w for german, _ in data.val for w in re.findall(r"\w+", german.lower())]
     results = {
         "checkpoint_command": checkpoint.get("extra", {}).get("command"),
         "bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2),
         "exact": sum(o == r for o, r in zip(outputs, references)), "n": len(rows),
         "median_sentence_chrf": median,
+        "unseen_val_words": {"unseen": sum(w not in train_words for w in val_words), "words": len(val_words)},
         "chrf_bands": {f"{low}-{min(high, 100)}": sum(low <= x < high for x in scores) for low, high in bands},
         "examples": {"best": best, "median": middle, "worst": worst},
         "attention": cross_attention(model, src_vocab, tgt_vocab, best[0]["source"], best[0]["output"]),
