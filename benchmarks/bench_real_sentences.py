@@ -6,7 +6,7 @@
     python benchmarks/bench_real_sentences.py --seeds 0 1 2 --jobs 2 --threads 1 --steps 2000 4000 6000 8000 \
         --runs "defaults=--train-set patience=0" --save --results real_sentences_steps
     python benchmarks/bench_real_sentences.py --task multi30k --corpus multi30k --seeds 0 1 2 --jobs 3 \
-        --runs "gpu=--src-lang de --tgt-lang en --preset gpu --precision bf16 --device cuda" --save --results multi30k
+        --runs "course=--src-lang de --tgt-lang en --device cuda" --save --results multi30k
 
 Each run is one `transformer-course train --task TASK --threads T --no-progress --out DIR [FLAGS]` in a
 fresh process (the defaults when FLAGS are empty), then `transformer-course evaluate` of the trained model on the

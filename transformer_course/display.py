@@ -220,6 +220,12 @@ def show_diff(numpy_obj, torch_obj, docstrings: bool = False) -> DiffView:
     return DiffView(*views)
 
 
+def _check_name(name: str) -> None:
+    """A glue key or a results file's stem: what a page can reference and a file can be named."""
+    if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
+        raise ValueError(f"name: expected letters, digits, '-' or '_', got {name!r}")
+
+
 def glue(name: str, value: Any, decimals: int | None = None, display: bool = False) -> None:
     """Store `value` under `name` for the page's prose to quote (`{glue:text}`name:.3f``).
 
@@ -229,8 +235,7 @@ def glue(name: str, value: Any, decimals: int | None = None, display: bool = Fal
     stored output must be what any learner's machine computes. Without myst-nb (Colab, a NumPy-only install)
     nothing is stored: the chapter still runs. Returns None, so a `glue(...)` ending a cell displays nothing.
     """
-    if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
-        raise ValueError(f"name: expected letters, digits, '-' or '_', got {name!r}")
+    _check_name(name)
     # A NumPy scalar is stored as its repr, "np.float64(0.81)" under NumPy 2, which a format spec such as
     # `name:.2f` cannot read: the build warns and prints nothing. Its Python twin is stored as "0.81".
     if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
@@ -250,8 +255,7 @@ def glue(name: str, value: Any, decimals: int | None = None, display: bool = Fal
 
 def load_results(name: str) -> dict | None:
     """The JSON results file `transformer_course/results/<name>.json`, or None when no benchmark wrote it."""
-    if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
-        raise ValueError(f"name: expected letters, digits, '-' or '_', got {name!r}")
+    _check_name(name)
     path = resources.files("transformer_course") / "results" / f"{name}.json"
     if not path.is_file():
         return None
