@@ -17,15 +17,12 @@ markdown_it = pytest.importorskip("markdown_it")
 dollarmath = pytest.importorskip("mdit_py_plugins.dollarmath")
 pytest.importorskip("myst_nb")
 from tools import book, colab, course_colab  # noqa: E402
+from tools.book import cell_source  # noqa: E402
 
 FIX = "run `python3 tools/run.py colab` and commit colab/"
 CHAPTERS = [docname for docname in book.toc_docnames() if (ROOT / f"{docname}.ipynb").exists()]
 # what MyST leaves in CommonMark's rendering when it is not converted
 _LEFTOVER_TEXT = re.compile(r"\{(cite|numref|ref|eq|doc|glue|term|download)[\w:-]*\}|^\([\w.:-]+\)=|:::|\{\{")
-
-
-def _source(cell) -> str:
-    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 
 
 def _load(path: Path) -> dict:
@@ -67,7 +64,7 @@ def test_colab_markdown_has_no_myst_left():
             continue
         for index, cell in enumerate(_load(path)["cells"]):
             if cell["cell_type"] == "markdown":
-                problems += [f"{path.name}, cell {index}: {left}" for left in myst_leftovers(_source(cell))]
+                problems += [f"{path.name}, cell {index}: {left}" for left in myst_leftovers(cell_source(cell))]
     assert not problems, "\n".join(problems)
 
 
@@ -138,7 +135,7 @@ def _solution_cells(nb: dict) -> set[int]:
     inside, found = False, set()
     for index, cell in enumerate(nb["cells"]):
         if cell["cell_type"] == "markdown":
-            for marker in re.findall(r"\{solution-(start|end)\}", _source(cell)):
+            for marker in re.findall(r"\{solution-(start|end)\}", cell_source(cell)):
                 inside = marker == "start"
         elif inside:
             found.add(index)
@@ -150,18 +147,18 @@ def test_no_solution_runs_and_every_stub_and_check_stays(docname):
     book = _load(ROOT / f"{docname}.ipynb")
     copy = _load(ROOT / course_colab.colab_path(docname))
     solutions = _solution_cells(book)
-    solution_sources = {_source(book["cells"][i]) for i in solutions}
-    copy_code = [_source(c) for c in copy["cells"] if c["cell_type"] == "code"]
+    solution_sources = {cell_source(book["cells"][i]) for i in solutions}
+    copy_code = [cell_source(c) for c in copy["cells"] if c["cell_type"] == "code"]
     assert not solution_sources & set(copy_code), f"{docname}: a solution is still a code cell ({FIX})"
-    kept = [_source(c) for i, c in enumerate(book["cells"]) if c["cell_type"] == "code" and i not in solutions
+    kept = [cell_source(c) for i, c in enumerate(book["cells"]) if c["cell_type"] == "code" and i not in solutions
             and ("remove-cell" not in c["metadata"].get("tags", []) or colab._is_colab_only_cell(c))]
     if kept and "PACKAGE_URL" in kept[0]:   # the copy's install cell installs the release (see below)
         kept[0] = course_colab.pin_install_cell(kept[0], _release_url())
     # every other code cell stays, in order: the learner's stubs and their check_* calls among them
     assert copy_code == kept, f"{docname}: the Colab copy's code cells differ from the chapter's ({FIX})"
     if solutions:  # each solution is readable in a collapsed block instead
-        details = [c for c in copy["cells"] if c["cell_type"] == "markdown" and "<details>" in _source(c)]
-        assert all(any(s.strip() in _source(c) for c in details) for s in solution_sources)
+        details = [c for c in copy["cells"] if c["cell_type"] == "markdown" and "<details>" in cell_source(c)]
+        assert all(any(s.strip() in cell_source(c) for c in details) for s in solution_sources)
     assert "PACKAGE_URL" in copy_code[0], f"{docname}: the install cell must be the first code cell"
 
 
@@ -178,7 +175,7 @@ def test_every_colab_copy_installs_the_current_release():
     assert url.endswith(f"@v{course_colab.project_version()}") and url.startswith("git+https://github.com/")
     wrong = {}
     for path in sorted((ROOT / course_colab.COLAB_DIR).glob("*.ipynb")):
-        code = [_source(c) for c in _load(path)["cells"] if c["cell_type"] == "code"]
+        code = [cell_source(c) for c in _load(path)["cells"] if c["cell_type"] == "code"]
         if not code or f'os.environ.get("TC_PACKAGE_URL", "{url}")' not in code[0]:
             wrong[path.name] = re.findall(r'"(git\+[^"]*)"', code[0]) if code else "no code cell"
     assert not wrong, f"Colab copies that do not install {url}: {wrong} ({FIX})"

@@ -298,16 +298,19 @@ def test_all_lists_exactly_the_public_names_of_every_module():
 
 
 def _compared_numerically() -> dict[str, list[str]]:
-    """{pair: [tests]} from the `@pytest.mark.twins(...)` marks of tests/test_parity/."""
+    """{pair: [tests]} from the `@pytest.mark.twins(...)` marks of tests/test_parity/ (whose conftest fails a test
+    that does not run both twins of each pair its mark names)."""
     compared: dict[str, list[str]] = {}
     for path in sorted((REPOSITORY / "tests" / "test_parity").glob("test_*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.FunctionDef):
                 continue
+            # a mark on the test, or on one of its parameters (pytest.param(..., marks=pytest.mark.twins(...)))
             for decorator in node.decorator_list:
-                if isinstance(decorator, ast.Call) and ast.unparse(decorator.func) == "pytest.mark.twins":
-                    for arg in decorator.args:
-                        compared.setdefault(ast.literal_eval(arg), []).append(f"{path.name}::{node.name}")
+                for call in ast.walk(decorator):
+                    if isinstance(call, ast.Call) and ast.unparse(call.func) == "pytest.mark.twins":
+                        for arg in call.args:
+                            compared.setdefault(ast.literal_eval(arg), []).append(f"{path.name}::{node.name}")
     return compared
 
 

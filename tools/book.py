@@ -13,6 +13,12 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def cell_source(cell: dict) -> str:
+    """A notebook cell's source as one string (nbformat stores it as a string or a list of lines)."""
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
 def load_config(root: Path = ROOT) -> dict:
     return yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
 

@@ -22,7 +22,7 @@ import re
 import sys
 from pathlib import Path
 
-from .book import ROOT, repository_url
+from .book import ROOT, cell_source, repository_url
 
 MAX_BYTES = 2 * 1024 * 1024
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -41,11 +41,6 @@ def colab_cell_source(url: str) -> str:
         'if "google.colab" in sys.modules or "TC_PACKAGE_URL" in os.environ:\n'
         "    %pip install -q {PACKAGE_URL}"
     )
-
-
-def _source(cell) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
 
 
 def _output_texts(cell):
@@ -76,7 +71,7 @@ def check_notebook(path: Path, url: str | None = None) -> list[str]:
         first = cells[0]
         if "remove-cell" not in first.get("metadata", {}).get("tags", []):
             problems.append(f"{name}: the Colab install cell must be tagged `remove-cell`")
-        if _source(first) != colab_cell_source(url):
+        if cell_source(first) != colab_cell_source(url):
             problems.append(f"{name}: the first cell is not the Colab install cell for {url} "
                             "(run tools/check_notebooks.py --fix-colab-cell)")
     counts = [c.get("execution_count") for c in code]
@@ -86,12 +81,12 @@ def check_notebook(path: Path, url: str | None = None) -> list[str]:
     elif counts != list(range(1, len(counts) + 1)):
         problems.append(f"{name}: execution counts {counts} are not 1..{len(counts)}: not executed top to "
                         "bottom in a fresh kernel (run python3 tools/run.py notebooks)")
-    if not any("set_seed(" in _source(c) for c in code[:3]):
+    if not any("set_seed(" in cell_source(c) for c in code[:3]):
         problems.append(f"{name}: seeds are not set: call set_seed(...) in one of the first code cells")
     has_widget = False
     for index, cell in enumerate(code):
         tags = cell.get("metadata", {}).get("tags", [])
-        for text in [_source(cell), *_output_texts(cell)]:
+        for text in [cell_source(cell), *_output_texts(cell)]:
             hit = _ABSOLUTE_PATH.search(text)
             if hit:
                 problems.append(f"{name}: code cell {index} contains an absolute path ({hit.group(0)}...)")
@@ -118,7 +113,7 @@ def fix_colab_cell(path: Path, url: str) -> None:
     cell = {"cell_type": "code", "execution_count": None, "id": "colab-install",
             "metadata": {"tags": ["remove-cell"]}, "outputs": [], "source": colab_cell_source(url)}
     cells = nb.setdefault("cells", [])
-    if cells and cells[0]["cell_type"] == "code" and "PACKAGE_URL" in _source(cells[0]):
+    if cells and cells[0]["cell_type"] == "code" and "PACKAGE_URL" in cell_source(cells[0]):
         cells[0] = cell
     else:
         cells.insert(0, cell)

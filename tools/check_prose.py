@@ -28,7 +28,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .check_notebooks import _output_texts, _source  # the same reading of a cell's source and outputs
+from .book import cell_source
+from .check_notebooks import _output_texts  # the same reading of a cell's outputs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -169,12 +170,12 @@ def check_page(path: Path) -> list[str]:
         prose = []
         for index, cell in enumerate(cells):
             if cell["cell_type"] == "markdown":
-                prose.append((f"{name}, cell {index}", _source(cell)))
+                prose.append((f"{name}, cell {index}", cell_source(cell)))
             elif cell["cell_type"] == "code":
                 prose += [(f"{name}, caption of cell {index}", text) for text in _caption_texts(cell) if text]
         code = [c for c in cells if c["cell_type"] == "code"]
         printed = _numbers(text for c in code for text in _output_texts(c))
-        literals = _numbers((_source(c) for c in code), _CODE_NUMBER)
+        literals = _numbers((cell_source(c) for c in code), _CODE_NUMBER)
     problems = []
     for where, text in prose:
         for figure in figures_in(text, where):

@@ -39,7 +39,7 @@ from myst_parser.parsers.mdit import create_md_parser
 from pybtex.database import parse_string
 from pybtex.richtext import Text
 
-from .book import ROOT, load_config, site_baseurl, toc_docnames
+from .book import ROOT, cell_source, load_config, site_baseurl, toc_docnames
 from .course_colab import COLAB_DIR, colab_path, package_url, pin_install_cell, project_version
 
 GLUE_PREFIX_KEY = "mime_prefix"
@@ -146,11 +146,6 @@ def chapter_prefix(docname: str) -> str:
     return stem.lstrip("0").upper() or stem
 
 
-def _source(cell) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
-
-
 def _figure_meta(cell) -> dict:
     return (cell.get("metadata", {}).get("mystnb") or {}).get("figure") or {}
 
@@ -160,7 +155,7 @@ def index_notebook(site: Site, docname: str, nb: dict) -> None:
     exercise = 0
     glue = site.glue.setdefault(docname, {})
     for position, cell in enumerate(nb["cells"]):
-        source = _source(cell)
+        source = cell_source(cell)
         if cell["cell_type"] == "markdown":
             tokens = list(walk_myst(source))
             for i, token in enumerate(tokens):
@@ -431,13 +426,13 @@ def _markdown_cell(source: str, cell_id: str) -> dict:
 
 
 def _is_install_cell(cell) -> bool:
-    return cell["cell_type"] == "code" and "PACKAGE_URL" in _source(cell)
+    return cell["cell_type"] == "code" and "PACKAGE_URL" in cell_source(cell)
 
 
 def _is_colab_only_cell(cell) -> bool:
     """A cell hidden on the website that Colab must run: the install cell, or one marked by its first line."""
     return _is_install_cell(cell) or (cell["cell_type"] == "code"
-                                      and _source(cell).startswith("# Runs only in Google Colab"))
+                                      and cell_source(cell).startswith("# Runs only in Google Colab"))
 
 
 def _printed_output(cell) -> str:
@@ -496,10 +491,10 @@ def convert_notebook(nb: dict, docname: str, site: Site, solutions: bool = True)
         cell_id = cell.get("id", f"cell-{position}")
         tags = cell.get("metadata", {}).get("tags", [])
         if cell["cell_type"] == "markdown":
-            emit_markdown(convert_markdown(_source(cell), ctx), cell_id)
+            emit_markdown(convert_markdown(cell_source(cell), ctx), cell_id)
         elif cell["cell_type"] == "code":
             if solution is not None:
-                block = f"```python\n{_source(cell).strip()}\n```"
+                block = f"```python\n{cell_source(cell).strip()}\n```"
                 printed = _printed_output(cell)
                 solution.append(block + (f"\n\nIt prints:\n\n```text\n{printed}\n```" if printed else ""))
                 continue
@@ -507,7 +502,7 @@ def convert_notebook(nb: dict, docname: str, site: Site, solutions: bool = True)
                 continue
             if _is_install_cell(cell) and site.package_url:
                 try:
-                    pinned = pin_install_cell(_source(cell), site.package_url)
+                    pinned = pin_install_cell(cell_source(cell), site.package_url)
                 except ValueError as err:
                     raise ctx.error(str(err)) from None
                 # stored as the chapter stores it (nbformat writes a list of lines)

@@ -30,6 +30,7 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
+from .book import cell_source
 from .colab import Context, Site, build_site, convert_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,7 +100,7 @@ def excerpt(markdown: str) -> tuple[str | None, str]:
 def _objectives(cells: list[dict]) -> str:
     """The learning objectives' list of the chapter's opening cell ('' when it has none)."""
     for cell in cells[:3]:
-        text = "".join(cell["source"])
+        text = cell_source(cell)
         if "Learning objectives" in text:
             after = text.split("Learning objectives", 1)[1]
             items = [line for line in after.splitlines() if re.match(r"\s*[-*]\s|\s{2,}\S", line)]
@@ -116,7 +117,7 @@ def _exercises(cells: list[dict]) -> list[str]:
     firsts = []
     for cell in cells:
         if cell["cell_type"] == "markdown":
-            for match in EXERCISE.finditer("".join(cell["source"])):
+            for match in EXERCISE.finditer(cell_source(cell)):
                 paragraph = " ".join(match.group(2).split())
                 sentence = re.split(r"(?<=[.?!:])\s", paragraph, maxsplit=1)[0]
                 firsts.append(sentence if len(sentence) <= 140 else sentence[:137].rsplit(" ", 1)[0] + " ...")
@@ -146,7 +147,7 @@ def deck(notebook: Path, site: Site) -> tuple[str, str, int]:
     def convert(markdown: str) -> str:
         return convert_markdown(markdown, context)
     opening = next(c for c in cells if c["cell_type"] == "markdown")
-    chapter_title = "".join(opening["source"]).splitlines()[0].lstrip("# ").strip()
+    chapter_title = cell_source(opening).splitlines()[0].lstrip("# ").strip()
     slides = [_section(None, f"<h2>{html.escape(chapter_title)}</h2>\n<p class=\"subtitle\">The Transformer, "
                        "from first principles</p>")]
     objectives = _objectives(cells)
@@ -154,7 +155,7 @@ def deck(notebook: Path, site: Site) -> tuple[str, str, int]:
         slides.append(_section("Learning objectives", MARKDOWN.render(convert(objectives)), small=True))
     section_title = chapter_title
     for cell in cells:
-        source = "".join(cell["source"])
+        source = cell_source(cell)
         if cell["cell_type"] == "markdown":
             heading = next((line.lstrip("# ").strip() for line in source.splitlines() if line.startswith("#")), None)
             section_title = heading or section_title

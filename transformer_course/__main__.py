@@ -403,12 +403,13 @@ def resolve_train_config(args, spec: dict) -> TrainConfig:
     """The recipe of `train`: `config.train_recipe(preset, task)` (the preset, then the task's stop rule) with
     the flags on top. A notebook or a benchmark calling train_recipe with the same names trains the same recipe."""
     overrides = _parse_overrides(TrainConfig, args.train_set, "--train-set")
-    for name in ("max_steps", "max_minutes", "batch_size", "precision", "seed", "monitor"):
-        if getattr(args, name) is not None:
-            overrides[name] = getattr(args, name)
+    flags = {name: getattr(args, name) for name in ("max_steps", "max_minutes", "batch_size", "precision", "seed",
+                                                    "monitor", "device") if getattr(args, name) is not None}
     if args.compile:
-        overrides["compile"] = True
-    overrides["device"] = args.device
+        flags["compile"] = True
+    for name in flags.keys() & overrides.keys():     # which one should win is not for us to guess
+        raise UsageError(f"--train-set {name}=...: --{name.replace('_', '-')} sets {name} too; give it once")
+    overrides.update(flags)
     with user_errors("--train-set: "):
         return train_recipe(args.train_preset or train_preset_for(args.preset), spec["task"], **overrides)
 
@@ -718,8 +719,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=_int_at_least(0), default=None)
     m.add_argument("--monitor", default=None, choices=MONITORS,
                    help="validation metric for best.pt and patience (default: the task's stop rule's)")
-    m.add_argument("--device", type=_device_name, default="auto",
-                   help="auto (cuda > mps > cpu), cpu, cuda, cuda:1, mps (default: %(default)s)")
+    m.add_argument("--device", type=_device_name, default=None,
+                   help="auto (cuda > mps > cpu), cpu, cuda, cuda:1, mps (default: the training preset's, auto)")
     m.add_argument("--threads", type=_int_at_least(1), default=None, help="torch CPU threads")
     m.add_argument("--out", required=True, type=_out_dir, metavar="DIR",
                    help="folder for checkpoints, vocabularies, history (an existing run needs --resume or "

@@ -112,6 +112,8 @@ BAD_TRAIN_COMMANDS = {
     "training field out of range": (["--train-set", "lr_factor=-1"],
                                     ["--train-set", "TrainConfig.lr_factor", ">= 0.0"]),
     "unknown training field": (["--train-set", "speed=3"], ["--train-set", "'speed'"]),
+    "training field given twice": (["--train-set", "seed=3", "--seed", "4"], ["--train-set seed=", "--seed", "once"]),
+    "device given twice": (["--train-set", "device=cpu", "--device", "cpu"], ["--train-set device=", "--device"]),
     "resume and overwrite": (["--resume", "--overwrite"], ["--resume and --overwrite"]),
     "export under a file": (["--resume", "--export", "{file}/sub/name"], ["--export", "is a file"]),
 }

@@ -81,6 +81,8 @@ def test_train_with_a_position_term_in_attention(positional, tmp_path, capsys):
     (["--preset", "gpu", "--task", "multi30k", "--corpus", "multi30k"], "gpu", "multi30k", {}),
     (["--train-set", "patience=2", "--monitor", "loss", "--seed", "3"], "course", "numbers",
      {"patience": 2, "monitor": "loss", "seed": 3}),
+    (["--train-set", "device=cpu"], "course", "numbers", {"device": "cpu"}),
+    (["--device", "cpu", "--compile"], "course", "numbers", {"device": "cpu", "compile": True}),
 ])
 def test_the_command_line_trains_the_recipe_the_api_names(flags, preset, task, overrides, tmp_path):
     """`train` resolves its TrainConfig as `train_recipe(preset, task, **flags)`: what a notebook or a

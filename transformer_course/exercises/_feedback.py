@@ -48,6 +48,14 @@ def _hint_for(err: Exception, n_args: int, kwargs: dict) -> str:
     return "The traceback above points to the line in your function."
 
 
+def split_out_weights(result, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """An attention function's `(out, weights)` pair as arrays, or one error saying what it returned instead."""
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise ExerciseError(f"{what} returned a {type(result).__name__}; it should return a pair `(out, weights)`: "
+                            "the attention output and the attention weights.")
+    return as_numpy(result[0], "out"), as_numpy(result[1], "weights")
+
+
 def call_learner(fn, *args, **kwargs):
     """Call the learner's function on copies of the array inputs (an in-place edit cannot spoil the reference).
 

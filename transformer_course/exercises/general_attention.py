@@ -12,7 +12,16 @@ import math
 
 import numpy as np
 
-from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed, softmax
+from ._feedback import (
+    ExerciseError,
+    as_numpy,
+    call_learner,
+    compare_arrays,
+    exercise_check,
+    passed,
+    softmax,
+    split_out_weights,
+)
 
 __all__ = ["check_scaled_dot_product_attention", "check_masked_softmax"]
 
@@ -55,13 +64,6 @@ def _attention(q, k, v, mask=None, scale=None, axis=-1, use_mask=True, invert_ma
 # ----------------------------------------------------------------------------------------------------------
 
 
-def _split_out_weights(result, what):
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        kind = type(result).__name__
-        raise ExerciseError(f"{what} returned a {kind}; it should return a pair `(out, weights)`: the attention "
-                            "output and the attention weights.")
-    return as_numpy(result[0], "out"), as_numpy(result[1], "weights")
-
 
 def _no_nan(got, name, fully_masked_rows=None):
     """Explain NaN precisely: on a fully masked row (the -inf pitfall) or elsewhere (an overflowing exp)."""
@@ -96,7 +98,7 @@ def check_scaled_dot_product_attention(fn):
     v = rng.normal(size=(B, Tk, Dv))
 
     # 1. no mask
-    out, weights = _split_out_weights(call_learner(fn, q, k, v), "fn(q, k, v)")
+    out, weights = split_out_weights(call_learner(fn, q, k, v), "fn(q, k, v)")
     expected_out, expected_w = _attention(q, k, v)
     hints = [
         (_attention(q, k, v, scale=1.0)[1], "the scores were not scaled: divide q @ k^T by sqrt(d_k) "
@@ -114,7 +116,7 @@ def check_scaled_dot_product_attention(fn):
     # 2. a padding mask (B, 1, Tk): the second sentence has only two real keys
     mask = np.ones((B, 1, Tk), dtype=bool)
     mask[1, 0, 2:] = False
-    out, weights = _split_out_weights(call_learner(fn, q, k, v, mask), "fn(q, k, v, mask)")
+    out, weights = split_out_weights(call_learner(fn, q, k, v, mask), "fn(q, k, v, mask)")
     expected_out, expected_w = _attention(q, k, v, mask)
     _no_nan(weights, "weights (padding mask)")
     hints = [
@@ -130,7 +132,7 @@ def check_scaled_dot_product_attention(fn):
     mask = np.ones((B, Tq, Tk), dtype=bool)
     mask[0, 1, :] = False
     mask[1, :, 3] = False
-    out, weights = _split_out_weights(call_learner(fn, q, k, v, mask), "fn(q, k, v, mask)")
+    out, weights = split_out_weights(call_learner(fn, q, k, v, mask), "fn(q, k, v, mask)")
     expected_out, expected_w = _attention(q, k, v, mask)
     fully_masked = ~mask.any(axis=-1)
     _no_nan(weights, "weights (fully masked row)", fully_masked)

@@ -12,7 +12,15 @@ import math
 import numpy as np
 
 from ..utils import to_numpy
-from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed, softmax
+from ._feedback import (
+    ExerciseError,
+    call_learner,
+    compare_arrays,
+    exercise_check,
+    passed,
+    softmax,
+    split_out_weights,
+)
 
 __all__ = ["check_self_attention", "check_causal_mask"]
 
@@ -39,12 +47,6 @@ def _causal(T):
 
 
 
-def _split_out_weights(result, what):
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        raise ExerciseError(f"{what} returned a {type(result).__name__}; it should return a pair "
-                            "`(out, weights)`: the new vectors and the attention weights.")
-    return as_numpy(result[0], "out"), as_numpy(result[1], "weights")
-
 
 # ----------------------------------------------------------------------------------------------------------
 # the checks
@@ -64,7 +66,7 @@ def check_self_attention(fn):
     W_v = rng.normal(size=(D, Dv))
 
     # 1. no mask
-    out, weights = _split_out_weights(call_learner(fn, x, W_q, W_k, W_v), "fn(x, W_q, W_k, W_v)")
+    out, weights = split_out_weights(call_learner(fn, x, W_q, W_k, W_v), "fn(x, W_q, W_k, W_v)")
     expected_out, expected_w = _self_attention(x, W_q, W_k, W_v)
     hints = [
         (_self_attention(x, W_q, W_k, W_v, scale=1.0)[1],
@@ -86,7 +88,7 @@ def check_self_attention(fn):
 
     # 2. a causal mask: position t may only look at positions 0..t
     mask = _causal(T)
-    out, weights = _split_out_weights(call_learner(fn, x, W_q, W_k, W_v, mask=mask), "fn(x, W_q, W_k, W_v, mask=mask)")
+    out, weights = split_out_weights(call_learner(fn, x, W_q, W_k, W_v, mask=mask), "fn(x, W_q, W_k, W_v, mask=mask)")
     expected_out, expected_w = _self_attention(x, W_q, W_k, W_v, mask)
     if np.isnan(weights).any():
         raise ExerciseError("weights (causal mask) contain NaN: with the causal mask every row keeps its diagonal, "
