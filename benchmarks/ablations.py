@@ -51,10 +51,9 @@ def run_variant(name: str, steps: int, seed: int, max_number: int) -> dict:
     from transformer_course.config import get_preset, train_recipe
     from transformer_course.data.loader import make_dataloader
     from transformer_course.data.tasks import number_translation
-    from transformer_course.training.checkpoint import build_model
     from transformer_course.training.evaluate import evaluate, evaluate_pairs
+    from transformer_course.training.run import VAL_BATCH_SIZE, prepare_run
     from transformer_course.training.trainer import train
-    from transformer_course.utils import set_seed
 
     model_over, train_over, _ = VARIANTS[name]
     data = number_translation("en", "fr", max_number=max_number, seed=0)     # same split for every variant
@@ -64,10 +63,9 @@ def run_variant(name: str, steps: int, seed: int, max_number: int) -> dict:
     # the chapter's recipe with the numbers task's stop rule off: every variant gets the same number of steps
     train_config = train_recipe("course", "numbers", max_steps=steps, eval_every=steps, stop_when_perfect=0,
                                 monitor="loss", seed=seed, **{**BASE_TRAIN, **train_over})
-    set_seed(seed)
-    model = build_model(model_config)
-    train_loader = make_dataloader(data.train, src_vocab, tgt_vocab, batch_size=train_config.batch_size, seed=seed)
-    val_loader = make_dataloader(data.val, src_vocab, tgt_vocab, batch_size=256, shuffle=False)
+    # the model and batches `transformer-course train` would build (its evaluation is not needed: the stop rule is off)
+    model, train_loader, _ = prepare_run(data, (src_vocab, tgt_vocab), model_config, train_config)
+    val_loader = make_dataloader(data.val, src_vocab, tgt_vocab, batch_size=VAL_BATCH_SIZE, shuffle=False)
     start = time.perf_counter()
     train(model, train_loader, train_config, callbacks=[])
     train_s = time.perf_counter() - start

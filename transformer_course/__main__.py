@@ -435,14 +435,12 @@ def cmd_train(args) -> int:
         _check_resume(out / "last.pt", model_config, src_vocab, tgt_vocab)
 
     # every check passed: from here on files are written (each one atomically)
-    from .data.loader import make_dataloader
     from .training.callbacks import ProgressBar
-    from .training.checkpoint import build_model, export_pretrained, save_checkpoint
+    from .training.checkpoint import export_pretrained
     from .training.ddp import cleanup_distributed, setup_distributed
-    from .training.evaluate import evaluate_task, make_evaluator
     from .training.history import describe_stop_rule
+    from .training.run import finish_run, prepare_run
     from .training.trainer import train
-    from .utils import atomic_write_text, set_seed
 
     threads_before = torch.get_num_threads()
     if args.threads:
@@ -450,14 +448,10 @@ def cmd_train(args) -> int:
     torch.set_flush_denormal(True)                   # denormal Adam moments are very slow on CPUs
     rank, world_size, device = setup_distributed(train_config.device)
     train_config = train_config.replace(device=str(device))   # under torchrun: this process's GPU
+    vocabs = (src_vocab, tgt_vocab)
     try:
-        set_seed(train_config.seed)
-        model = build_model(model_config)
-        train_loader = make_dataloader(data.train, src_vocab, tgt_vocab, batch_size=train_config.batch_size,
-                                       seed=train_config.seed, max_len=model_config.max_len,
-                                       num_workers=train_config.num_workers, rank=rank, world_size=world_size)
-        val_loader = make_dataloader(data.val, src_vocab, tgt_vocab, batch_size=256, shuffle=False,
-                                     max_len=model_config.max_len) if data.val else None
+        model, train_loader, evaluate_fn = prepare_run(data, vocabs, model_config, train_config, rank=rank,
+                                                       world_size=world_size)
         if rank == 0:
             out.mkdir(parents=True, exist_ok=True)
             if mode == "overwrite":                  # stale files of the replaced run must not survive it
@@ -480,10 +474,8 @@ def cmd_train(args) -> int:
                       f"{event['token_accuracy']:.4f}{extra}", flush=True)
 
         try:
-            evaluate_fn = make_evaluator(val_loader, train_config, (src_vocab, tgt_vocab),
-                                         data.coverage) if val_loader is not None else None
-            history = train(model, train_loader, train_config, evaluate_fn=evaluate_fn, vocabs=(src_vocab, tgt_vocab),
-                            out_dir=out, resume_from=out / "last.pt" if mode == "resume" else None,
+            history = train(model, train_loader, train_config, evaluate_fn=evaluate_fn, vocabs=vocabs, out_dir=out,
+                            resume_from=out / "last.pt" if mode == "resume" else None,
                             callbacks=[report] + ([] if args.no_progress else [ProgressBar()]))
         except KeyboardInterrupt:
             if rank == 0:
@@ -492,13 +484,9 @@ def cmd_train(args) -> int:
             return EXIT_INTERRUPTED
         if rank != 0:
             return 0
-        metrics = evaluate_task(model, data, src_vocab, tgt_vocab, "test", device=device) if data.test else {}
-        summary = {k: v for k, v in metrics.items() if not k.startswith("hypotheses")}
         command = shlex.join([PROG, *args.argv])
+        summary = finish_run(out, model, history, data, vocabs, train_config, extra={"data": spec, "command": command})
         steps = history["step"][-1] if history["step"] else 0
-        save_checkpoint(out / "model.pt", model, train_config=train_config, src_vocab=src_vocab, tgt_vocab=tgt_vocab,
-                        step=steps, extra={"data": spec, "test": summary, "command": command})
-        atomic_write_text(out / "history.json", json.dumps(history, indent=1) + "\n")
         print(f"trained {steps} steps in {history['time_s']:.0f} s ({history['stop_reason']}); "
               f"model: {out / 'model.pt'}")
         if summary:

@@ -154,3 +154,38 @@ def test_train_multi30k_from_a_folder_then_evaluate(tmp_path, capsys):
     assert main(["train", "--task", "multi30k", "--corpus", str(corpus), "--tgt-lang", "es",
                  "--out", str(tmp_path / "run4")]) == 2
     assert "--tgt-lang: multi30k has en, de, fr, got 'es'" in capsys.readouterr().err
+
+
+def test_the_api_trains_what_the_command_line_trains(tmp_path):
+    """prepare_run + train + finish_run, the pieces `train` is made of, given the configuration the command line
+    resolves, leave the same weights and test scores as the command (run_dir's module fixture is not reused: the
+    resume test continues it)."""
+    import torch
+
+    from transformer_course.__main__ import _data_args, _make_data, build_parser, resolve_train_config
+    from transformer_course.config import get_preset
+    from transformer_course.training import finish_run, prepare_run, train
+    from transformer_course.training.checkpoint import load_checkpoint
+
+    cli_out, api_out = tmp_path / "cli", tmp_path / "api"
+    assert main(TRAIN + ["--out", str(cli_out)]) == 0
+    args = build_parser().parse_args(TRAIN + ["--out", str(api_out)])
+    spec = _data_args(args)
+    train_config = resolve_train_config(args, spec)
+    data = _make_data(spec)
+    vocabs = data.build_vocabs()
+    model_config = get_preset("tiny").replace(src_vocab_size=len(vocabs[0]), tgt_vocab_size=len(vocabs[1]))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        model, loader, evaluate_fn = prepare_run(data, vocabs, model_config, train_config)
+        history = train(model, loader, train_config, evaluate_fn=evaluate_fn, vocabs=vocabs, callbacks=[])
+        test = finish_run(api_out, model, history, data, vocabs, train_config)
+    finally:
+        torch.set_num_threads(threads)
+    cli, api = load_checkpoint(cli_out / "model.pt"), load_checkpoint(api_out / "model.pt")
+    assert cli["model_config"] == api["model_config"]
+    for name, weight in cli["model"].items():
+        assert torch.equal(weight, api["model"][name]), name
+    assert cli["extra"]["test"] == test == api["extra"]["test"]
+    assert json.loads((api_out / "history.json").read_text())["step"][-1] == 4

@@ -14,6 +14,7 @@ _NAMES = {
                    "model_from_checkpoint", "save_checkpoint"],
     "evaluate": ["corpus_bleu", "evaluate", "evaluate_pairs", "exact_match", "make_evaluator", "perplexity",
                  "token_accuracy", "translate"],
+    "run": ["finish_run", "prepare_run"],
     "schedule": ["NoamSchedule", "make_scheduler", "noam_lr"],
     "trainer": ["TrainingDiverged", "train"],
 }
