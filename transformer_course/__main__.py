@@ -217,36 +217,37 @@ def _add_data_args(p: argparse.ArgumentParser, defaults: bool = True) -> None:
     g.add_argument("--data-seed", type=_int_at_least(0), default=0, help="seed of the data split (default: 0)")
 
 
-def _data_args(args) -> dict:
-    """The data spec (saved with a checkpoint), after checking that every flag given applies to the task."""
-    task = args.task
-    if task not in ("numbers", "trans-de-en", "multi30k"):
-        for flag, value in (("--src-lang", args.src_lang), ("--tgt-lang", args.tgt_lang)):
-            if value is not None:
-                raise UsageError(f"{flag}: applies to --task numbers, trans-de-en and multi30k only "
-                                 f"(the task is {task!r})")
-    if task not in ("tsv", "trans-de-en", "multi30k"):
-        for flag, value in (("--corpus", args.corpus), ("--tokenizer", args.tokenizer),
-                            ("--vocab-size", args.vocab_size)):
-            if value is not None:
-                raise UsageError(f"{flag}: applies to --task tsv, trans-de-en and multi30k only "
-                                 f"(the task is {task!r})")
-    if task == "tsv" and not args.corpus:
+# which tasks each data flag applies to: a flag given to another task is refused, not ignored
+_FLAG_TASKS = {"src_lang": ("numbers", "trans-de-en", "multi30k"), "tgt_lang": ("numbers", "trans-de-en", "multi30k"),
+               "corpus": ("tsv", "trans-de-en", "multi30k"), "tokenizer": ("tsv", "trans-de-en", "multi30k"),
+               "vocab_size": ("tsv", "trans-de-en", "multi30k"),
+               **{name: tuple(t for t in TASK_CHOICES if t != "multi30k") for name in ("n_train", "n_val", "n_test")}}
+
+
+def _check_data_flags(args) -> None:
+    if args.task == "tsv" and not args.corpus:
         raise UsageError("--corpus: expected a TSV file path with --task tsv")
-    if task == "multi30k":
-        if not args.corpus:
-            raise UsageError("--corpus: expected the folder of Multi30k's files with --task multi30k "
-                             "(train --download fetches missing files into it)")
-        for flag, value in (("--n-train", args.n_train), ("--n-val", args.n_val), ("--n-test", args.n_test)):
-            if value is not None:
+    if args.task == "multi30k" and not args.corpus:
+        raise UsageError("--corpus: expected the folder of Multi30k's files with --task multi30k "
+                         "(train --download fetches missing files into it)")
+    for name, tasks in _FLAG_TASKS.items():
+        if getattr(args, name) is not None and args.task not in tasks:
+            flag = "--" + name.replace("_", "-")
+            if args.task == "multi30k" and name.startswith("n_"):
                 raise UsageError(f"{flag}: not used with --task multi30k (the corpus has its own splits)")
-    if task == "trans-de-en":
+            raise UsageError(f"{flag}: applies to --task {', '.join(tasks[:-1])} and {tasks[-1]} only "
+                             f"(the task is {args.task!r})")
+
+
+def _languages(args) -> tuple[str, str]:
+    """(source, target) language: the flags given, the task's defaults for the rest."""
+    if args.task == "trans-de-en":
         src_lang = args.src_lang or ("en" if args.tgt_lang == "de" else "de")
         tgt_lang = args.tgt_lang or ("de" if src_lang == "en" else "en")
         if {src_lang, tgt_lang} != {"de", "en"}:
             raise UsageError(f"--src-lang/--tgt-lang: trans-de-en translates de->en or en->de, got "
                              f"{src_lang}->{tgt_lang}")
-    elif task == "multi30k":
+    elif args.task == "multi30k":
         src_lang = args.src_lang or ("de" if args.tgt_lang == "en" else "en")
         tgt_lang = args.tgt_lang or ("de" if src_lang == "en" else "en")
         for flag, lang in (("--src-lang", src_lang), ("--tgt-lang", tgt_lang)):
@@ -257,6 +258,14 @@ def _data_args(args) -> dict:
         tgt_lang = args.tgt_lang or ("fr" if src_lang != "fr" else "en")
     if src_lang == tgt_lang:
         raise UsageError(f"--src-lang/--tgt-lang: expected two different languages, got {src_lang!r} twice")
+    return src_lang, tgt_lang
+
+
+def _data_args(args) -> dict:
+    """The data spec (saved with a checkpoint), after checking that every flag given applies to the task."""
+    _check_data_flags(args)
+    task = args.task
+    src_lang, tgt_lang = _languages(args)
     spec = {"task": task, "src_lang": src_lang, "tgt_lang": tgt_lang, "max_number": args.max_number,
             "max_len": args.max_len, "n_train": args.n_train, "n_val": args.n_val, "n_test": args.n_test,
             "corpus": args.corpus, "data_seed": args.data_seed}
@@ -414,6 +423,25 @@ def resolve_train_config(args, spec: dict) -> TrainConfig:
         return train_recipe(args.train_preset or train_preset_for(args.preset), spec["task"], **overrides)
 
 
+def _prepare_out(out: Path, mode: str, vocabs) -> None:
+    """Create the run folder and save the vocabularies (a resumed run's were checked to be these)."""
+    out.mkdir(parents=True, exist_ok=True)
+    if mode == "overwrite":                          # stale files of the replaced run must not survive it
+        for name in RUN_FILES:
+            (out / name).unlink(missing_ok=True)
+    if mode != "resume":
+        vocabs[0].save(out / "src_vocab.json")
+        vocabs[1].save(out / "tgt_vocab.json")
+
+
+def _print_evaluation(event: dict) -> None:
+    if event["event"] == "eval":
+        extra = f", exact match {event['exact_match']:.4f}" if "exact_match" in event else ""
+        extra += f", coverage {event['coverage']:.4f}" if "coverage" in event else ""
+        print(f"step {event['step']}: val loss {event['loss']:.4f}, token accuracy "
+              f"{event['token_accuracy']:.4f}{extra}", flush=True)
+
+
 def cmd_train(args) -> int:
     import torch
 
@@ -453,30 +481,17 @@ def cmd_train(args) -> int:
         model, train_loader, evaluate_fn = prepare_run(data, vocabs, model_config, train_config, rank=rank,
                                                        world_size=world_size)
         if rank == 0:
-            out.mkdir(parents=True, exist_ok=True)
-            if mode == "overwrite":                  # stale files of the replaced run must not survive it
-                for name in RUN_FILES:
-                    (out / name).unlink(missing_ok=True)
-            if mode != "resume":                     # a resumed run's vocabularies were checked to be these
-                src_vocab.save(out / "src_vocab.json")
-                tgt_vocab.save(out / "tgt_vocab.json")
+            _prepare_out(out, mode, vocabs)
             print(f"task {data.name}: {len(data.train)} train / {len(data.val)} val / {len(data.test)} test pairs; "
                   f"vocabularies {len(src_vocab)} / {len(tgt_vocab)}; device {device}"
                   + (f" x {world_size} processes" if world_size > 1 else "")
                   + (f"; resuming from {out / 'last.pt'}" if mode == "resume" else ""), flush=True)
             print(f"stop rule: {describe_stop_rule(train_config)}", flush=True)
-
-        def report(event: dict) -> None:
-            if event["event"] == "eval" and rank == 0:
-                extra = f", exact match {event['exact_match']:.4f}" if "exact_match" in event else ""
-                extra += f", coverage {event['coverage']:.4f}" if "coverage" in event else ""
-                print(f"step {event['step']}: val loss {event['loss']:.4f}, token accuracy "
-                      f"{event['token_accuracy']:.4f}{extra}", flush=True)
-
         try:
             history = train(model, train_loader, train_config, evaluate_fn=evaluate_fn, vocabs=vocabs, out_dir=out,
                             resume_from=out / "last.pt" if mode == "resume" else None,
-                            callbacks=[report] + ([] if args.no_progress else [ProgressBar()]))
+                            callbacks=([_print_evaluation] if rank == 0 else [])
+                            + ([] if args.no_progress else [ProgressBar()]))
         except KeyboardInterrupt:
             if rank == 0:
                 print(f"{PROG}: interrupted; {out / 'last.pt'} holds the last evaluation point: continue with "
