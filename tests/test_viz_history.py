@@ -23,9 +23,9 @@ def _red_arrows(ax):
     return [a for a in ax.texts if hasattr(a, "arrow_patch") and a.arrow_patch.get_edgecolor() == RED]
 
 
-@pytest.mark.parametrize("n, k, conv_layers", [(8, 2, 3), (9, 3, 2), (10, 3, 3)])
-def test_path_lengths_are_n_log_k_n_and_one(n, k, conv_layers):
-    fig = plot_layer_paths(n, k)
+@pytest.mark.parametrize("n, kernel, conv_layers", [(8, 2, 3), (9, 3, 2), (10, 3, 3)])
+def test_path_lengths_are_n_log_k_n_and_one(n, kernel, conv_layers):
+    fig = plot_layer_paths(n, kernel)
     recurrent, convolution, attention = fig.axes
     assert len(_red_arrows(recurrent)) == n          # x_1 -> h_1, then n - 1 recurrent steps
     assert len(_red_arrows(convolution)) == conv_layers
@@ -34,5 +34,5 @@ def test_path_lengths_are_n_log_k_n_and_one(n, k, conv_layers):
 
 
 def test_path_diagram_rejects_tiny_sizes():
-    with pytest.raises(ValueError, match="n and k"):
+    with pytest.raises(ValueError, match="n and kernel"):
         plot_layer_paths(1, 2)

@@ -36,7 +36,9 @@ def colab_cell_source(url: str) -> str:
     """
     return (
         "# Runs only in Google Colab (or a simulated Colab start): installs the course package.\n"
-        "import os, sys\n"
+        "import os\n"
+        "import sys\n"
+        "\n"
         f'PACKAGE_URL = os.environ.get("TC_PACKAGE_URL", "git+{url}")\n'
         'if "google.colab" in sys.modules or "TC_PACKAGE_URL" in os.environ:\n'
         "    %pip install -q {PACKAGE_URL}"

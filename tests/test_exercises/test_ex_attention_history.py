@@ -66,7 +66,7 @@ def test_reference_table_passes(capsys):
 
 @pytest.mark.parametrize("kind, column, wrong, message", [
     ("self-attention", 0, lambda n, d, k: n * d * d, "n² dot products"),
-    ("convolutional", 0, lambda n, d, k: n * d * d, "kernel width k is missing"),
+    ("convolutional", 0, lambda n, d, k: n * d * d, "kernel width κ is missing"),
     ("recurrent", 1, lambda n, d, k: 1, "cannot run at the same time"),
     ("convolutional", 2, lambda n, d, k: n / k, "dilated"),
     ("convolutional", 2, lambda n, d, k: math.ceil(math.log(n, k)), "not its ceiling"),

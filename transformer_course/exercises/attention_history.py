@@ -77,70 +77,70 @@ def check_rnn_encoder(fn) -> None:
              "the states are shifted by one step: you stored h_{t-1} instead of the new h_t."),
         ]
         compare_arrays(got, expected, f"the states on {label}", hints=hints)
-    passed("your RNN encoder returns h_1 ... h_S, and its last state is the context vector v.")
+    passed("your RNN encoder returns h_1 ... h_S, and its last state is the context vector c.")
 
 
 # ----------------------------------------------------------------------------------------------------------
 # Table 1 of Vaswani et al. (2017)
 # ----------------------------------------------------------------------------------------------------------
-def _table1(kind: str, n: int, d: int, k: int) -> tuple[float, float, float]:
+def _table1(kind: str, n: int, d: int, kernel: int) -> tuple[float, float, float]:
     """(operations per layer, sequential operations, maximum path length), leading terms, no constants."""
     if kind == "self-attention":
         return n * n * d, 1, 1
     if kind == "recurrent":
         return n * d * d, n, n
     if kind == "convolutional":
-        return k * n * d * d, 1, math.log(n) / math.log(k)
+        return kernel * n * d * d, 1, math.log(n) / math.log(kernel)
     raise ValueError(f"kind: expected one of {LAYER_KINDS}, got {kind!r}")
 
 
 _COLUMNS = ("operations per layer", "sequential operations", "maximum path length")
 
 _HINTS = {
-    ("self-attention", 0): [(lambda n, d, k: n * d * d,
+    ("self-attention", 0): [(lambda n, d, kernel: n * d * d,
                              "that is n·d²: the scores Q Kᵀ compare every position with every other one, "
                              "n² dot products of length d, so n²·d.")],
-    ("recurrent", 0): [(lambda n, d, k: n * n * d,
+    ("recurrent", 0): [(lambda n, d, kernel: n * n * d,
                         "that is n²·d: each of the n steps multiplies a d-vector by a d×d matrix, so n·d².")],
-    ("convolutional", 0): [(lambda n, d, k: n * d * d,
-                            "the kernel width k is missing: each output mixes k input positions, each through "
-                            "a d×d matrix, so k·n·d²."),
-                           (lambda n, d, k: k * n * d,
-                            "each of the k taps is a d×d matrix (d inputs to d outputs): k·n·d², not k·n·d.")],
-    ("recurrent", 1): [(lambda n, d, k: 1,
+    ("convolutional", 0): [(lambda n, d, kernel: n * d * d,
+                            "the kernel width κ is missing: each output mixes κ input positions, each through "
+                            "a d×d matrix, so κ·n·d²."),
+                           (lambda n, d, kernel: kernel * n * d,
+                            "each of the κ taps is a d×d matrix (d inputs to d outputs): κ·n·d², not κ·n·d.")],
+    ("recurrent", 1): [(lambda n, d, kernel: 1,
                         "h_t needs h_{t-1}: the n steps of a recurrent layer cannot run at the same time.")],
-    ("self-attention", 1): [(lambda n, d, k: n,
+    ("self-attention", 1): [(lambda n, d, kernel: n,
                              "every position's output can be computed at the same time: a constant number "
                              "of sequential operations.")],
-    ("convolutional", 1): [(lambda n, d, k: n,
+    ("convolutional", 1): [(lambda n, d, kernel: n,
                             "all positions of a convolution are computed at the same time: a constant number "
                             "of sequential operations.")],
-    ("convolutional", 2): [(lambda n, d, k: n / k,
-                            "n/k is the path length of a stack of contiguous kernels; Table 1 assumes dilated "
-                            "convolutions, whose reach multiplies by k per layer: log_k(n) = math.log(n, k)."),
-                           (lambda n, d, k: math.ceil(math.log(n) / math.log(k)),
-                            "Table 1 states the order log_k(n) itself: return math.log(n, k), not its ceiling.")],
-    ("recurrent", 2): [(lambda n, d, k: 1,
+    ("convolutional", 2): [(lambda n, d, kernel: n / kernel,
+                            "n/κ is the path length of a stack of contiguous kernels; Table 1 assumes dilated "
+                            "convolutions, whose reach multiplies by κ per layer: log_κ(n) = math.log(n, kernel)."),
+                           (lambda n, d, kernel: math.ceil(math.log(n) / math.log(kernel)),
+                            "Table 1 states the order log_κ(n) itself: return math.log(n, kernel), not its ceiling.")],
+    ("recurrent", 2): [(lambda n, d, kernel: 1,
                         "information from the first position reaches the last through n recurrent steps.")],
-    ("self-attention", 2): [(lambda n, d, k: n,
+    ("self-attention", 2): [(lambda n, d, kernel: n,
                              "in self-attention every position attends to every other one directly: one step.")],
 }
 
 
 @exercise_check
 def check_layer_complexity(fn) -> None:
-    """fn(kind, n, d, k) -> (operations per layer, sequential operations, maximum path length), as in Table 1."""
+    """fn(kind, n, d, kernel) -> (operations per layer, sequential operations, maximum path length), as in Table 1."""
     cases = [(10, 64, 3), (100, 512, 3), (256, 32, 4)]
     for kind in LAYER_KINDS:
-        for n, d, k in cases:
-            result = call_learner(fn, kind, n, d, k)
+        for n, d, kernel in cases:
+            result = call_learner(fn, kind, n, d, kernel)
             if not isinstance(result, (tuple, list)) or len(result) != 3:
-                raise ExerciseError(f"fn({kind!r}, n={n}, d={d}, k={k}) returned {result!r}; it should return "
-                                    "three numbers: (operations per layer, sequential operations, maximum path "
+                raise ExerciseError(f"fn({kind!r}, n={n}, d={d}, kernel={kernel}) returned {result!r}; it should "
+                                    "return three numbers: (operations per layer, sequential operations, maximum path "
                                     "length).")
-            expected = _table1(kind, n, d, k)
+            expected = _table1(kind, n, d, kernel)
             for column, (got, want) in enumerate(zip(result, expected)):
-                name = f"the {_COLUMNS[column]} of a {kind} layer (n={n}, d={d}, k={k})"
-                hints = [(wrong(n, d, k), text) for wrong, text in _HINTS.get((kind, column), [])]
+                name = f"the {_COLUMNS[column]} of a {kind} layer (n={n}, d={d}, kernel={kernel})"
+                hints = [(wrong(n, d, kernel), text) for wrong, text in _HINTS.get((kind, column), [])]
                 compare_arrays(got, want, name, rtol=1e-9, atol=1e-9, hints=hints)
     passed("your table matches Vaswani et al.'s Table 1 for all three layers.")

@@ -55,12 +55,13 @@ def _edge(ax, a, b, on_path=False):
                                 lw=2.0 if on_path else 0.8, shrinkA=6, shrinkB=6))
 
 
-def plot_layer_paths(n: int = 8, k: int = 2):
+def plot_layer_paths(n: int = 8, kernel: int = 2):
     """Three panels: the path from input 1 to output n in a recurrent layer, a stack of dilated causal
-    convolutions with kernel width k, and a self-attention layer. Path edges are red; returns the figure."""
-    if n < 2 or k < 2:
-        raise ValueError(f"n and k: expected n >= 2 and k >= 2, got n={n}, k={k}")
-    n_conv_layers = max(1, math.ceil(math.log(n) / math.log(k) - 1e-9))
+    convolutions with kernel width `kernel` (the book's κ), and a self-attention layer. Path edges are red;
+    returns the figure."""
+    if n < 2 or kernel < 2:
+        raise ValueError(f"n and kernel: expected n >= 2 and kernel >= 2, got n={n}, kernel={kernel}")
+    n_conv_layers = max(1, math.ceil(math.log(n) / math.log(kernel) - 1e-9))
     fig, axes = plt.subplots(1, 3, figsize=(10.5, 3.4))
     xs = list(range(n))
 
@@ -74,24 +75,24 @@ def plot_layer_paths(n: int = 8, k: int = 2):
             _edge(ax, (i, 1), (i + 1, 1), on_path=True)
     ax.set_title(f"recurrent: {n} steps")
 
-    # dilated causal convolutions: layer l reads positions j, j - k**(l-1), ..., j - (k-1) k**(l-1)
+    # dilated causal convolutions: layer l reads positions j, j - kernel**(l-1), ..., j - (kernel-1) kernel**(l-1)
     ax = axes[1]
     for layer in range(n_conv_layers + 1):
         _nodes(ax, xs, layer, color="white" if layer == 0 else "#e8ffe8")
     on_path = {(n_conv_layers, n - 1)}                  # walk down from the last output to input 0
     for layer in range(n_conv_layers, 0, -1):
-        dilation = k ** (layer - 1)
+        dilation = kernel ** (layer - 1)
         for j in xs:
-            for m in range(k):
+            for m in range(kernel):
                 src = j - m * dilation
                 if src < 0:
                     continue
-                # the path subtracts one base-k digit of n - 1 per layer
-                path = (layer, j) in on_path and src == (n - 1) % (k ** (layer - 1))
+                # the path subtracts one base-kernel digit of n - 1 per layer
+                path = (layer, j) in on_path and src == (n - 1) % (kernel ** (layer - 1))
                 _edge(ax, (src, layer - 1), (j, layer), on_path=path)
                 if path:
                     on_path.add((layer - 1, src))
-    ax.set_title(f"dilated convolutions (k={k}): {n_conv_layers} layers")
+    ax.set_title(f"dilated convolutions ($\\kappa$ = {kernel}): {n_conv_layers} layers")
 
     # self-attention: every output reads every input
     ax = axes[2]
