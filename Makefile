@@ -25,7 +25,7 @@ workshop:    ## the workshop kit in _build/workshop/: student and instructor not
 	$(PY) tools/run.py workshop
 
 check:       ## static notebook hygiene only (fast)
-	.venv/bin/python tools/check_notebooks.py
+	.venv/bin/python -m tools.check_notebooks
 
 bench:       ## benchmark tables (never part of the tests)
 	.venv/bin/python benchmarks/bench_model.py

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tools import check_notebooks
+from tools import book, check_notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -18,9 +18,8 @@ CHAPTER_ORDER = ["attention_history", "bahdanau", "general_attention", "self_att
 
 
 def toc_files() -> list[str]:
-    """Every `file:` and `root:` entry of _toc.yml, in order (the file is ours and simple: no YAML library)."""
-    text = (ROOT / "_toc.yml").read_text()
-    return re.findall(r"^\s*(?:-\s*)?(?:file|root):\s*(\S+)", text, flags=re.MULTILINE)
+    """Every `file:` and `root:` entry of _toc.yml, in order (read as the tools read it)."""
+    return book.toc_docnames(ROOT)
 
 
 def resolve(entry: str) -> Path | None:

@@ -27,6 +27,7 @@ import pytest
 
 pytest.importorskip("torch")
 
+from tools import book
 from transformer_course import doctor
 from transformer_course.__main__ import main
 from transformer_course.versions import REQUIREMENTS
@@ -236,8 +237,7 @@ def test_fixes_install_the_package_from_its_repository_never_pypi(tmp_path):
     """transformer-course is not on PyPI: a checkout installs itself editable; elsewhere (Colab, a pip install)
     the fix names the repository's git tag of the installed version."""
     packaging = pytest.importorskip("packaging.requirements")
-    config = (ROOT / "_config.yml").read_text()
-    assert re.search(r"^repository:\s*\n\s+url:\s*(\S+)", config, re.M).group(1) == doctor.REPOSITORY_URL
+    assert book.repository_url(ROOT) == doctor.REPOSITORY_URL      # _config.yml's, read as the tools read it
     version = importlib.metadata.version("transformer-course")
     outside = doctor.Environment("/x/bin/python", "/x", None, None)
     for fix in (doctor.package_fix(outside), doctor.shipped_model_fix(outside)):

@@ -39,11 +39,11 @@ def test_unattempted_rnn_encoder_is_reported(capsys):
 
 @pytest.mark.parametrize("mistake, message", [
     (dict(activation=lambda a: a), "apply tanh"),
-    (dict(recurrent=False), "add h_{t-1} W_hh"),
+    (dict(recurrent=False), "add h_{i-1} W_hh"),
     (dict(transpose=True), "transposed"),
     (dict(bias=False), "bias b_h is missing"),
     (dict(shift=True), "shifted by one step"),
-    (dict(final_only=True), "context v = h_S alone"),
+    (dict(final_only=True), "context c = h_S alone"),
     (dict(keep_h0=True), "leave out the initial state"),
 ])
 def test_rnn_encoder_mistakes_get_their_hint(mistake, message):

@@ -4,8 +4,9 @@
   for each other make tiny ops 10-20x slower.
 - A test marked `@pytest.mark.twins("module.name", ...)` must run both twins of every pair it names: the NumPy
   function and the PyTorch function or module (its `forward`, or the method of the same name). A mark that
-  names a pair the test never runs fails the test, so tests/test_twins.py's "every pair is compared" counts only
-  comparisons that happen.
+  names a pair the test never runs, or a test that never compares results (`parity_helpers`' assertions or
+  NumPy's `assert_array_equal` / `assert_allclose`), fails, so
+  tests/test_twins.py's "every pair is compared" counts only comparisons that happen.
 """
 from __future__ import annotations
 
@@ -56,6 +57,14 @@ def twin_code(pair: str) -> dict[str, set]:
     return found
 
 
+def _comparison_code() -> set:
+    """What counts as comparing the twins' results: the parity helpers and NumPy's array assertions."""
+    import numpy as np
+    from parity_helpers import assert_same_verdict, assert_trees_close
+    return {_code(fn) for fn in (assert_trees_close, assert_same_verdict, np.testing.assert_array_equal,
+                                 np.testing.assert_allclose)}
+
+
 @pytest.fixture(autouse=True)
 def _twins_mark_is_honest(request):
     marks = list(request.node.iter_markers("twins"))
@@ -67,6 +76,9 @@ def _twins_mark_is_honest(request):
     for (pair, side), codes in targets.items():
         assert codes, f"@pytest.mark.twins({pair!r}): no {side} twin found by that name"
     watched = {code: key for key, codes in targets.items() for code in codes}
+    # and a comparison: running both twins proves nothing unless their results meet
+    compared = ("their results", "compared")
+    watched.update(dict.fromkeys(_comparison_code(), compared))
     called: set = set()
 
     def profile(frame, event, arg):
@@ -79,6 +91,6 @@ def _twins_mark_is_honest(request):
         yield
     finally:
         sys.setprofile(previous)
-    missing = sorted(set(targets) - called)
-    assert not missing, ("the test's @pytest.mark.twins names pairs whose twins it never ran: "
+    missing = sorted((set(targets) | {compared}) - called)
+    assert not missing, ("the test's @pytest.mark.twins names pairs whose twins it never ran (or never compared): "
                          + ", ".join(f"{pair} ({side})" for pair, side in missing))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from parity_helpers import assert_trees_close, grads_as_numpy, randomise, t
+from parity_helpers import assert_same_verdict, assert_trees_close, grads_as_numpy, randomise, t
 
 from transformer_course import ModelConfig
 from transformer_course.numpy import attention as npa
@@ -213,15 +213,13 @@ def test_the_checks_accept_and_refuse_alike(case):
             (lambda: npe.check_tokens(tokens, 5), lambda: the.check_tokens(t(tokens), 5)),
             (lambda: npm.check_mask(mask, 2, 3, 4), lambda: thm.check_mask(t(mask), 2, 3, 4)),
             (lambda: npp.check_length(x, offset, 8), lambda: thp.check_length(t(x), offset, 8))):
-        ours, theirs = _error(np_call), _error(torch_call)
-        assert (ours is None) == (theirs is None), (ours, theirs)
-        if ours is not None:
-            assert ours[0] == theirs[0]
-            # the same message, word for word, but for what each library calls its arrays and how it prints a
-            # dtype or a shape; and PyTorch's embedding takes two integer types only, which its message names
-            clean = [msg.replace("torch.", "").replace("Size(", "(").replace("tensor", "array")
-                     .replace(" (int64 or int32)", "") for _, msg in (ours, theirs)]
-            assert clean[0] == clean[1], (ours, theirs)
+        # the same verdict and, when refused, the same exception and message, word for word, but for what each
+        # library calls its arrays and how it prints a dtype or a shape; and PyTorch's embedding takes two
+        # integer types only, which its message names
+        ours, theirs = (None if verdict is None else (verdict[0], verdict[1].replace("torch.", "")
+                        .replace("Size(", "(").replace("tensor", "array").replace(" (int64 or int32)", ""))
+                        for verdict in (_error(np_call), _error(torch_call)))
+        assert_same_verdict(ours, theirs)
 
 
 # ---------------------------------------------------------------- the model's masks, encode and decode

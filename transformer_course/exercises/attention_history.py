@@ -1,6 +1,6 @@
 """Checks for chapter 1 (attention history): a plain RNN encoder, and the rows of Vaswani et al.'s Table 1.
 
-`check_rnn_encoder(fn)` runs the learner's encoder h_t = tanh(x_t W_xh + h_{t-1} W_hh + b_h) on the chapter's
+`check_rnn_encoder(fn)` runs the learner's encoder h_i = tanh(x_i W_xh + h_{i-1} W_hh + b_h) on the chapter's
 three-token example and on a random one, and recognises the usual mistakes (no tanh, no recurrence, a
 transposed W_hh, the states shifted by one step, only the final state returned).
 `check_layer_complexity(fn)` compares the learner's Table 1 (operations per layer, sequential operations,
@@ -60,21 +60,21 @@ def check_rnn_encoder(fn) -> None:
         expected = _rnn_states(x, W_xh, W_hh, b_h)
         if got.shape == (D,):
             raise ExerciseError(f"On {label} your encoder returned one vector of shape {got.shape}: that is the "
-                                f"context v = h_S alone. Return every state, stacked into shape ({S}, {D}).")
+                                f"context c = h_S alone. Return every state, stacked into shape ({S}, {D}).")
         if got.shape == (S + 1, D):
             raise ExerciseError(f"On {label} your encoder returned {S + 1} states: leave out the initial state "
                                 "h_0 = 0 and return h_1 ... h_S.")
         hints = [
             (_rnn_states(x, W_xh, W_hh, b_h, activation=lambda a: a),
-             "the states are the pre-activations: apply tanh to x_t W_xh + h_{t-1} W_hh + b_h."),
+             "the states are the pre-activations: apply tanh to x_i W_xh + h_{i-1} W_hh + b_h."),
             (_rnn_states(x, W_xh, W_hh, b_h, recurrent=False),
-             "each state ignores the previous one: add h_{t-1} W_hh inside the tanh (the recurrence)."),
+             "each state ignores the previous one: add h_{i-1} W_hh inside the tanh (the recurrence)."),
             (_rnn_states(x, W_xh, W_hh, b_h, transpose_hh=True),
-             "W_hh is used transposed: vectors are rows here, so the recurrent term is h_{t-1} @ W_hh."),
+             "W_hh is used transposed: vectors are rows here, so the recurrent term is h_{i-1} @ W_hh."),
             (_rnn_states(x, W_xh, W_hh, np.zeros_like(b_h)),
              "the bias b_h is missing inside the tanh."),
             (np.vstack([np.zeros((1, D)), expected[:-1]]),
-             "the states are shifted by one step: you stored h_{t-1} instead of the new h_t."),
+             "the states are shifted by one step: you stored h_{i-1} instead of the new h_i."),
         ]
         compare_arrays(got, expected, f"the states on {label}", hints=hints)
     passed("your RNN encoder returns h_1 ... h_S, and its last state is the context vector c.")
@@ -108,7 +108,7 @@ _HINTS = {
                            (lambda n, d, kernel: kernel * n * d,
                             "each of the κ taps is a d×d matrix (d inputs to d outputs): κ·n·d², not κ·n·d.")],
     ("recurrent", 1): [(lambda n, d, kernel: 1,
-                        "h_t needs h_{t-1}: the n steps of a recurrent layer cannot run at the same time.")],
+                        "h_i needs h_{i-1}: the n steps of a recurrent layer cannot run at the same time.")],
     ("self-attention", 1): [(lambda n, d, kernel: n,
                              "every position's output can be computed at the same time: a constant number "
                              "of sequential operations.")],
