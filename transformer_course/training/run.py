@@ -15,8 +15,7 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-import torch
-
+from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
 from ..config import ModelConfig, TrainConfig
 from ..data.loader import make_dataloader
 from ..data.vocab import Vocab
