@@ -34,6 +34,7 @@ from .config import (
     ModelConfig,
     TrainConfig,
     get_preset,
+    tokenization_for,
     train_preset_for,
     train_recipe,
 )
@@ -269,11 +270,8 @@ def _data_args(args) -> dict:
     spec = {"task": task, "src_lang": src_lang, "tgt_lang": tgt_lang, "max_number": args.max_number,
             "max_len": args.max_len, "n_train": args.n_train, "n_val": args.n_val, "n_test": args.n_test,
             "corpus": args.corpus, "data_seed": args.data_seed}
-    if task in TOKENIZATION:                          # the task's default size goes with its default tokeniser
-        default = TOKENIZATION[task]
-        spec["tokenizer"] = args.tokenizer or default["tokenizer"]
-        spec["vocab_size"] = args.vocab_size or (default["vocab_size"] if spec["tokenizer"] == default["tokenizer"]
-                                                 else None)
+    if task in TOKENIZATION:
+        spec["tokenizer"], spec["vocab_size"] = tokenization_for(task, args.tokenizer, args.vocab_size)
         if spec["tokenizer"] == "bpe" and spec["vocab_size"] is None:
             raise UsageError("--vocab-size: expected the number of BPE tokens to learn with --tokenizer bpe")
     if task == "numbers":                            # which numbers are held out: saved with the checkpoint

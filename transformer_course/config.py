@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 __all__ = ["ModelConfig", "TrainConfig", "MODEL_PRESETS", "TRAIN_PRESETS", "STOP_RULES", "TOKENIZATION",
-           "get_preset", "get_train_preset", "train_preset_for", "train_recipe", "POSITIONAL_KINDS",
+           "tokenization_for", "get_preset", "get_train_preset", "train_preset_for", "train_recipe", "POSITIONAL_KINDS",
            "ATTENTION_POSITIONAL", "MONITORS"]
 
 
@@ -252,6 +252,18 @@ TOKENIZATION: dict[str, dict] = {
     "trans-de-en": {"tokenizer": "bpe", "vocab_size": 2000},
     "multi30k": {"tokenizer": "bpe", "vocab_size": 5000},
 }
+
+
+def tokenization_for(task: str, tokenizer: str | None = None, vocab_size: int | None = None) -> tuple[str, int | None]:
+    """(tokenizer, vocab_size) for a corpus task: those given, else TOKENIZATION's (a default size goes with the
+    default tokenizer only). The command line and the loaders (`load_ding`, `load_multi30k`) both read it."""
+    if task not in TOKENIZATION:
+        raise ValueError(f"task: expected one of {sorted(TOKENIZATION)}, got {task!r}")
+    default = TOKENIZATION[task]
+    tokenizer = tokenizer or default["tokenizer"]
+    if vocab_size is None and tokenizer == default["tokenizer"]:
+        vocab_size = default["vocab_size"]
+    return tokenizer, vocab_size
 
 
 def get_preset(name: str) -> ModelConfig:

@@ -103,3 +103,22 @@ def test_download_checks_sha256(tmp_path):
     with pytest.raises(CorpusError, match="sha256"):
         download(src.as_uri(), tmp_path / "out2" / "corpus.tsv", sha256="0" * 64)
     assert not any((tmp_path / "out2").iterdir())        # nothing half-written is left behind
+
+
+def test_the_loaders_default_to_the_tokenization_the_command_line_trains_with(tmp_path):
+    """A notebook calling load_multi30k or load_ding without tokenizer arguments gets the data `transformer-course
+    train --task multi30k | trans-de-en` builds: the same tokenizer and vocabulary size."""
+    from transformer_course.__main__ import _data_args, build_parser
+    from transformer_course.data.ding import load_ding
+
+    _write_multi30k(tmp_path / "m30k", gz=False)
+    ding = tmp_path / "de-en"
+    ding.write_text("\n".join(f"Der Hund {i} läuft. :: The dog {i} runs." for i in range(40)) + "\n", encoding="utf-8")
+    for task, data in (("multi30k", load_multi30k(tmp_path / "m30k", "de", "en")),
+                       ("trans-de-en", load_ding(ding, "de", "en", n_test=5, n_val=5))):
+        corpus = tmp_path / "m30k" if task == "multi30k" else ding
+        args = build_parser().parse_args(["train", "--task", task, "--corpus", str(corpus), "--out",
+                                          str(tmp_path / "run")])
+        spec = _data_args(args)
+        assert (data.src_tokenizer, data.tgt_tokenizer, data.vocab_size) == \
+            (spec["tokenizer"], spec["tokenizer"], spec["vocab_size"]), task

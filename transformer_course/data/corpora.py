@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config import tokenization_for
 from ..utils import atomic_write, sha256sum
 from .tasks import ParallelData, _check_sizes, default_split_sizes
 
@@ -181,14 +182,16 @@ def read_parallel_files(src_path: str | os.PathLike, tgt_path: str | os.PathLike
 
 def load_multi30k(root: str | os.PathLike, src_lang: str = "en", tgt_lang: str = "de",
                   download_missing: bool = False, checksums: dict[str, str] | None = None,
-                  tokenizer: str = "word", vocab_size: int | None = None) -> ParallelData:
+                  tokenizer: str | None = None, vocab_size: int | None = None) -> ParallelData:
     """Multi30k task 1 from `root`: its own train, val and test (test_2016_flickr) splits, one sentence per line
     in line-aligned files `{split}.{lang}` (gzip-compressed when named `.gz`), e.g. train.en.gz and train.de.gz.
 
     With `download_missing`, absent files are fetched from `MULTI30K_URLS`; `checksums` maps a file name
     ("train.en.gz") to its expected sha256 (the download is verified when given). `tokenizer` and `vocab_size`
-    as for `load_tsv_corpus` ("bpe": one joint vocabulary of `vocab_size` tokens).
+    as for `load_tsv_corpus` ("bpe": one joint vocabulary of `vocab_size` tokens); by default the course's
+    (`config.TOKENIZATION`, as `transformer-course train --task multi30k` uses).
     """
+    tokenizer, vocab_size = tokenization_for("multi30k", tokenizer, vocab_size)
     root = Path(root)
     if root.exists() and not root.is_dir():
         raise NotADirectoryError(f"root: expected the folder of Multi30k's files, got the file {root}")

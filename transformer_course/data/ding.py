@@ -28,6 +28,7 @@ import os
 import re
 from pathlib import Path
 
+from ..config import tokenization_for
 from .corpora import CorpusError, _open_text, _utf8_lines
 from .tasks import ParallelData, _check_sizes
 
@@ -93,15 +94,17 @@ def ding_split_key(german: str) -> str:
 
 
 def load_ding(path: str | os.PathLike | None = None, src_lang: str = "de", tgt_lang: str = "en",
-              tokenizer: str = "bpe", vocab_size: int | None = None, n_train: int | None = None,
+              tokenizer: str | None = None, vocab_size: int | None = None, n_train: int | None = None,
               n_val: int = N_VAL, n_test: int = N_TEST) -> ParallelData:
     """The Ding sentence pairs split as the module says: `n_test` test and `n_val` validation pairs by the
     hash of the German sentence, the rest (or its first `n_train`, in key order) for training. `tokenizer` and
-    `vocab_size` are the data's (`ParallelData.build_vocabs`): "bpe" learns one joint BPE of `vocab_size` tokens."""
+    `vocab_size` are the data's (`ParallelData.build_vocabs`): "bpe" learns one joint BPE of `vocab_size` tokens;
+    by default the course's (`config.TOKENIZATION`, as `transformer-course train --task trans-de-en` uses)."""
     if {src_lang, tgt_lang} != set(LANGUAGES):
         raise ValueError(f"src_lang/tgt_lang: expected 'de' and 'en' (either way round), got {src_lang!r} and "
                          f"{tgt_lang!r}")
     _check_sizes(n_val=n_val, n_test=n_test, **({} if n_train is None else {"n_train": n_train}))
+    tokenizer, vocab_size = tokenization_for("trans-de-en", tokenizer, vocab_size)
     path = DING_PATH if path is None else Path(path)
     pairs = sorted(read_ding_pairs(path), key=lambda pair: ding_split_key(pair[0]))
     if len(pairs) <= n_test + n_val:
