@@ -152,11 +152,34 @@ def fetch_reveal() -> None:
               f"or copy {target.name} into {target.parent})")
 
 
+# Pythons with a wheel of every pin in requirements.txt (numpy 2.4.6 needs 3.11 or later); the package itself
+# also supports 3.10 (pyproject.toml), which the matrix tests with the newest releases for it
+VENV_PYTHONS = ("3.13", "3.12", "3.11")
+
+
+def venv_python() -> str:
+    """The interpreter .venv is made with: this one if the pins install on it, else the newest supported one
+    found (pyenv or PATH); none found is one clear error, before anything is installed."""
+    if f"{sys.version_info[0]}.{sys.version_info[1]}" in VENV_PYTHONS:
+        return sys.executable
+    for minor in VENV_PYTHONS:
+        found = find_python(minor)
+        if found:
+            print(f"=== set-up: this is Python {sys.version_info[0]}.{sys.version_info[1]}; the pinned environment "
+                  f"needs {VENV_PYTHONS[-1]} to {VENV_PYTHONS[0]}: .venv uses {found}")
+            return found
+    raise SystemExit(f"{Path(__file__).name}: the pinned environment (requirements.txt) needs Python "
+                     f"{VENV_PYTHONS[-1]} to {VENV_PYTHONS[0]}, and none was found (this is "
+                     f"{sys.version_info[0]}.{sys.version_info[1]}). Install one (python.org, your package manager or "
+                     f"pyenv) and run the command again; on Python 3.10 the package alone installs with "
+                     f"`pip install \".[torch]\"`.")
+
+
 def setup() -> None:
     """Create .venv and install the pinned requirements and the package (skipped when nothing changed), and
     fetch reveal.js for the slides."""
     if not PYTHON.exists():
-        stage("create venv", [sys.executable, "-m", "venv", str(VENV)])
+        stage("create venv", [venv_python(), "-m", "venv", str(VENV)])
     fetch_reveal()
     if STAMP.exists() and STAMP.read_text() == _fingerprint():
         print("=== set-up: .venv is up to date (requirements.txt and pyproject.toml unchanged)")
