@@ -378,10 +378,11 @@ def multi_head_attention_diagram(config: ModelConfig | None = None) -> Figure:
     y_in, y_lin, y_split, y_att, y_merge, y_out = 0.3, 1.05, 2.05, 3.35, 4.55, 5.45
     for name, x in xs.items():
         rows = "$T_q$" if name == "Q" else "$T_k$"
-        _note(ax, x, y_in, f"${name}$")
+        source = "x_q" if name == "Q" else "x_{kv}"      # queries from x_q, keys and values from x_kv
+        _note(ax, x, y_in, f"${source}$")
         _shape(ax, x + 0.12, (y_in + y_lin) / 2, f"(B, {rows}, {z.D})")
         _arrow(ax, (x, y_in + 0.15), (x, y_lin - 0.19))
-        _box(ax, x, y_lin, 1.75, 0.38, f"Linear  $X W^{name}$", FILL["linear"])
+        _box(ax, x, y_lin, 1.75, 0.38, f"Linear  ${source} W^{name}$", FILL["linear"])
         _arrow(ax, (x, y_lin + 0.19), (x, y_split - 0.3))
         _shape(ax, x + 0.08, (y_lin + y_split) / 2 - 0.05, f"(B, {rows}, {z.D})")
         _box(ax, x, y_split, 1.95, 0.6, f"split heads: reshape\n(B, {rows}, {z.H}, {z.Dh}), transpose", FILL["io"],
@@ -392,7 +393,7 @@ def multi_head_attention_diagram(config: ModelConfig | None = None) -> Figure:
         ax.add_patch(Rectangle((0.45 + offset, y_att - 0.45 + offset), 6.1, 0.9, facecolor=FILL["attention"],
                                edgecolor=EDGE, linewidth=0.8))
     _box(ax, 3.5, y_att, 6.1, 0.9, f"scaled dot-product attention, H = {z.H} heads in parallel\n"
-         f"weights $A$: (B, {z.H}, $T_q$, $T_k$), one map per head", FILL["attention"])
+         f"weights: (B, {z.H}, $T_q$, $T_k$), one map per head", FILL["attention"])
     _arrow(ax, (3.5, y_att + 0.45), (3.5, y_merge - 0.3))
     _shape(ax, 3.58, (y_att + y_merge) / 2 + 0.05, f"(B, {z.H}, $T_q$, {z.Dh})")
     _box(ax, 3.5, y_merge, 3.4, 0.6, f"merge heads: transpose (B, $T_q$, {z.H}, {z.Dh}),\n"
@@ -402,7 +403,7 @@ def multi_head_attention_diagram(config: ModelConfig | None = None) -> Figure:
     _box(ax, 3.5, y_out, 2.4, 0.38, "Linear  $W^O$", FILL["linear"])
     _arrow(ax, (3.5, y_out + 0.19), (3.5, y_out + 0.6))
     _shape(ax, 3.58, y_out + 0.42, f"output: (B, $T_q$, {z.D})")
-    _note(ax, 0.15, 6.4, z.legend, ha="left", size=9)
+    _note(ax, 0.15, 6.4, f"D = {z.D}, H = {z.H}, $D_h$ = {z.Dh}", ha="left", size=9)   # the sizes this layer has
     return fig
 
 
