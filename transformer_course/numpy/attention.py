@@ -315,7 +315,7 @@ def multi_head_attention_forward(x_q: np.ndarray, x_kv: np.ndarray, params: dict
                                  mask: np.ndarray | None = None, dropout: float = 0.0,
                                  rng: np.random.Generator | None = None, training: bool = False,
                                  positional: str | None = None) -> tuple[np.ndarray, dict]:
-    """MultiHead(Q, K, V) = Concat(head_1 .. head_H) W_o, head_h = Attention(Q W_q^h, K W_k^h, V W_v^h).
+    """MultiHead(x_q, x_kv) = Concat(head_1 .. head_H) W_o, head_m = Attention(x_q W_q^m, x_kv W_k^m, x_kv W_v^m).
 
     x_q (B, Tq, D) attends to x_kv (B, Tk, D) (the same array for self-attention); mask (B or 1, Tq or 1, Tk),
     True = may attend; dropout acts on the attention weights. `positional` is the position term of

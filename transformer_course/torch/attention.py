@@ -233,7 +233,7 @@ class KVCache:
 
 
 class MultiHeadAttention(nn.Module):
-    """MultiHead(Q, K, V) = Concat(head_1 .. head_H) W_o, head_h = Attention(Q W_q^h, K W_k^h, V W_v^h).
+    """MultiHead(x_q, x_kv) = Concat(head_1 .. head_H) W_o, head_m = Attention(x_q W_q^m, x_kv W_k^m, x_kv W_v^m).
 
     The H heads' projections are stored together as one (D, D) matrix each (nn.Linear layout (out, in)) and
     applied with F.linear, as the NumPy twin applies its own with `linear_forward`. Initialisation: Xavier
