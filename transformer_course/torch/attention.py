@@ -277,10 +277,14 @@ class MultiHeadAttention(nn.Module):
         With a `cache` (decoding, eval mode; see `_decoding_step`), x_q holds only the new positions."""
         self._check_inputs(x_q, x_kv, mask, cache)
         B, Tq, D = x_q.shape
-        H = self.n_heads
-        q = self._split_heads(F.linear(x_q, self.W_q.weight, self.W_q.bias))  # (B, Tq, D) -> (B, H, Tq, Dh)
+        H, Dh = self.n_heads, self.d_head
+        q = F.linear(x_q, self.W_q.weight, self.W_q.bias)    # (B, Tq, D)
+        q = q.view(B, Tq, H, Dh).transpose(1, 2)         # (B, Tq, D) -> (B, H, Tq, Dh)
         if cache is None:
-            k, v = self._keys_values(x_kv)               # (B, H, Tk, Dh) each
+            k = F.linear(x_kv, self.W_k.weight, self.W_k.bias)   # (B, Tk, D)
+            v = F.linear(x_kv, self.W_v.weight, self.W_v.bias)   # (B, Tk, D)
+            k = k.view(B, -1, H, Dh).transpose(1, 2)     # (B, Tk, D) -> (B, H, Tk, Dh)
+            v = v.view(B, -1, H, Dh).transpose(1, 2)     # (B, Tk, D) -> (B, H, Tk, Dh)
             if self.positional == "rope":                # rotate queries and keys by their positions
                 q, k = self.rotary(q), self.rotary(k)    # (B, H, Tq, Dh), (B, H, Tk, Dh)
         else:
@@ -301,15 +305,6 @@ class MultiHeadAttention(nn.Module):
         out = F.linear(merged, self.W_o.weight, self.W_o.bias)  # (B, Tq, D)
         return out, weights
 
-    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, _ = x.shape
-        return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, T, D) -> (B, H, T, Dh)
-
-    def _keys_values(self, x_kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        k = F.linear(x_kv, self.W_k.weight, self.W_k.bias)  # (B, Tk, D)
-        v = F.linear(x_kv, self.W_v.weight, self.W_v.bias)  # (B, Tk, D)
-        return self._split_heads(k), self._split_heads(v)   # (B, H, Tk, Dh) each
-
     def _decoding_step(self, q: torch.Tensor, x_kv: torch.Tensor,
                        cache: KVCache) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Decoding with a key/value cache: q (B, H, Tq, Dh) holds the new positions only. Self-attention (a cache
@@ -318,7 +313,11 @@ class MultiHeadAttention(nn.Module):
         at the first step and reused after. Returns q, k, v (B, H, t, Dh)."""
         if cache.static and cache.k is not None:
             return q, cache.k, cache.v                   # (B, H, S, Dh): the memory's, projected at the first step
-        k, v = self._keys_values(x_kv)                   # (B, H, Tk, Dh) each
+        B, H, Dh = x_kv.shape[0], self.n_heads, self.d_head
+        k = F.linear(x_kv, self.W_k.weight, self.W_k.bias)   # (B, Tk, D): the new positions only
+        v = F.linear(x_kv, self.W_v.weight, self.W_v.bias)   # (B, Tk, D)
+        k = k.view(B, -1, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
+        v = v.view(B, -1, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
         if self.positional == "rope":                    # the new positions follow the cached ones
             q, k = self.rotary(q, cache.length), self.rotary(k, cache.length)
         k, v = cache.append(k, v)                        # (B, H, t, Dh): the past and the new
