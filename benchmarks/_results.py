@@ -57,6 +57,7 @@ def machine() -> dict:
     import torch
 
     return {"cpu": cpu_model(), "cores_visible": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
             "python": platform.python_version(), "numpy": numpy.__version__, "torch": torch.__version__,
             "load_average_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
 

@@ -3,6 +3,8 @@
     python benchmarks/bench_model.py            # tiny + base-like training steps, decoding
     python benchmarks/bench_model.py --quick    # a fast smoke run (tiny only, few rounds)
     python benchmarks/bench_model.py --device cpu --threads 1 --clock cpu --json bench_model_cpu1
+    python benchmarks/bench_model.py --tricks --device cpu --threads 1 --clock cpu --json bench_tricks_cpu1
+    python benchmarks/bench_model.py --tricks --device cuda --json bench_tricks_cuda
 
 Both models get the same sizes, the same embeddings + sinusoidal positions + tied output projection,
 the same label-smoothed loss (0.1, padding ignored) and the same Adam; rounds alternate between the two
@@ -11,6 +13,12 @@ the model's matmul FLOPs per step (forward x 3) over the step time, divided by t
 the threads used: on a CPU, threads x clock x FLOPs per cycle of its vector units, read from /proc/cpuinfo
 (benchmarks/_results.py, printed); elsewhere the measured matmul peak stands in, and the table says so.
 `--json NAME` also writes transformer_course/results/NAME.json, which appendix B of the book prints.
+
+With --tricks the comparison is our model against itself, each of appendix B's speed tricks on and off in the
+same alternating rounds (so a busy moment slows every variant alike, and the ratios divide times of one run):
+float32 eager with the fused attention kernel (the baseline), bfloat16 autocast, torch.compile, both, and the
+written-out attention instead of the fused kernel. A second table times causal attention alone, forward and
+backward, written out against F.scaled_dot_product_attention, for growing lengths.
 """
 from __future__ import annotations
 
@@ -161,12 +169,65 @@ def bench_training(size: str, args, device) -> dict:
             "flops": model_flops(c, B, L, L), "tokens": B * 2 * L}
 
 
+TRICKS = {  # name: (precision, compiled, fused attention)
+    "fp32": ("fp32", False, True), "bf16": ("bf16", False, True), "compiled": ("fp32", True, True),
+    "bf16+compiled": ("bf16", True, True), "explicit attention": ("fp32", False, False),
+}
+
+
+def bench_tricks(size: str, args, device) -> dict:
+    """Median step times of our model with each trick on or off, in the same alternating rounds."""
+    fields, B, L = SIZES[size]
+    batch = None
+    fns = {}
+    for name, (precision, compiled, fused) in TRICKS.items():
+        c = ModelConfig(dropout=args.dropout, max_len=max(L, 64), fused_attention=fused, **fields)
+        torch.manual_seed(0)                             # every variant starts from the same weights
+        model = Transformer(c).to(device)
+        batch = batch or make_batch(c, B, L, device)
+        fns[name] = train_step_fn(maybe_compile(model, compiled),
+                                  lambda lo, y, pad=c.pad_id: fast_cross_entropy(lo, y, pad, 0.1),
+                                  torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9),
+                                  batch, device, precision)
+    rounds, steps = (args.rounds, args.steps) if size == "tiny" else (max(3, args.rounds // 2), 1)
+    return {"size": size, "times": time_interleaved(fns, rounds, steps, device, args.clock_fn),
+            "flops": model_flops(c, B, L, L), "tokens": B * 2 * L}
+
+
+def tricks_rows(result: dict, peak: float) -> list[str]:
+    """Markdown rows of one size: step time, tokens/s, MFU, and time over the float32 baseline's."""
+    times, flops, tokens = result["times"], result["flops"], result["tokens"]
+    return [f"| {result['size']:9s} | {name:18s} | {times[name] * 1e3:9.2f} | {tokens / times[name]:10.0f} | "
+            f"{100 * flops / times[name] / peak:4.1f}% | {times[name] / times['fp32']:7.2f} |" for name in times]
+
+
+def bench_attention(lengths: list[int], args, device) -> list[dict]:
+    """Causal attention alone, forward + backward, written out (the package's scaled_dot_product_attention
+    with a boolean mask) against the fused kernel (is_causal=True): median seconds per length, alternating."""
+    from transformer_course.torch.attention import scaled_dot_product_attention
+    rows = []
+    for n in lengths:
+        torch.manual_seed(n)
+        q, k, v = (torch.randn(8, 8, n, 64, device=device, requires_grad=True) for _ in range(3))  # (B, H, T, D_h)
+        causal = torch.ones(n, n, dtype=torch.bool, device=device).tril()   # (T, T), True = may attend
+
+        def explicit(q=q, k=k, v=v, causal=causal):
+            scaled_dot_product_attention(q, k, v, causal)[0].sum().backward()
+
+        def fused(q=q, k=k, v=v):
+            F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+
+        times = time_interleaved({"explicit": explicit, "fused": fused}, args.rounds, 1, device, args.clock_fn)
+        rows.append({"length": n, "times": times})
+    return rows
+
+
 def training_rows(result: dict, peak: float) -> list[str]:
     """Markdown rows of one size: step time, tokens/s, MFU against `peak` FLOP/s, and ours/torch."""
     times, flops, tokens = result["times"], result["flops"], result["tokens"]
     ratio = times["ours"] / times["torch"]
     return [f"| {result['size']:9s} | {name:5s} | {times[name] * 1e3:9.1f} | {tokens / times[name]:10.0f} | "
-            f"{100 * flops / times[name] / peak:5.1f}% | " + (f"{ratio:10.2f} |" if name == "ours" else "           |")
+            f"{100 * flops / times[name] / peak:4.1f}% | " + (f"{ratio:10.2f} |" if name == "ours" else "           |")
             for name in ("ours", "torch")]
 
 
@@ -293,8 +354,15 @@ def main(argv=None) -> None:
                         help="wall: elapsed time; cpu: this process's CPU time, which a machine shared with other "
                              "jobs does not inflate (meaningful on CPU with --threads 1 only)")
     parser.add_argument("--no-decoding", action="store_true", help="time training steps only")
+    parser.add_argument("--tricks", action="store_true",
+                        help="our model against itself: bf16, compile, both, written-out attention (see above)")
+    parser.add_argument("--lengths", default="128,512,2048",
+                        help="--tricks: comma-separated lengths of the attention-only table")
     parser.add_argument("--json", metavar="NAME", help="also write transformer_course/results/NAME.json")
     args = parser.parse_args(argv)
+    if args.tricks and (args.compile or args.precision != "fp32"):
+        parser.error("--tricks: times every precision and compiled and eager itself; leave out --precision "
+                     "and --compile")
     if args.quick:
         args.rounds, args.decode_rounds, args.steps, args.sizes = 3, 3, 1, "tiny"
     if args.threads:
@@ -307,7 +375,8 @@ def main(argv=None) -> None:
     print(f"device {device}, {torch.get_num_threads()} CPU threads, torch {torch.__version__}, "
           f"precision {args.precision}, compile {args.compile}, dropout {args.dropout}, "
           f"{args.rounds} interleaved rounds (medians; {args.decode_rounds} for decoding), {args.clock} clock")
-    results = [bench_training(size.strip(), args, device) for size in args.sizes.split(",")]
+    bench = bench_tricks if args.tricks else bench_training
+    results = [bench(size.strip(), args, device) for size in args.sizes.split(",")]
     matmul = max(matmul, matmul_peak(device, 512 if args.quick else 1024, args.clock_fn))
     hardware = cpu_peak_flops(torch.get_num_threads()) if device.type == "cpu" else None
     peak = hardware["peak_flops"] if hardware else matmul
@@ -320,11 +389,26 @@ def main(argv=None) -> None:
     else:
         print("no CPU peak known for this device: MFU is against the measured matmul peak")
     print("tokens = source + target positions")
-    print("\n| config    | model | step (ms) |   tokens/s |   MFU | ours/torch |")
-    print("|-----------|-------|-----------|------------|-------|------------|")
-    for result in results:
-        for row in training_rows(result, peak):
-            print(row)
+    if args.tricks:
+        print("\n| config    | variant            | step (ms) |   tokens/s |   MFU | / fp32  |")
+        print("|-----------|--------------------|-----------|------------|-------|---------|")
+        for result in results:
+            for row in tricks_rows(result, peak):
+                print(row)
+        attention = bench_attention([int(n) for n in args.lengths.split(",")], args, device)
+        print("\ncausal attention alone, forward + backward, B = 8, H = 8, D_h = 64, float32")
+        print("| length | written out (ms) | fused (ms) | written out / fused |")
+        print("|--------|------------------|------------|---------------------|")
+        for row in attention:
+            t = row["times"]
+            print(f"| {row['length']:6d} | {t['explicit'] * 1e3:16.2f} | {t['fused'] * 1e3:10.2f} | "
+                  f"{t['explicit'] / t['fused']:19.2f} |")
+    else:
+        print("\n| config    | model | step (ms) |   tokens/s |   MFU | ours/torch |")
+        print("|-----------|-------|-----------|------------|-------|------------|")
+        for result in results:
+            for row in training_rows(result, peak):
+                print(row)
     decoding = None
     if not args.no_decoding:
         decoding = bench_decoding(args, device)
@@ -335,11 +419,12 @@ def main(argv=None) -> None:
             print(row)
     if args.json:
         setting = {key: getattr(args, key) for key in ("device", "rounds", "steps", "dropout", "precision",
-                                                        "compile", "clock")}
+                                                        "compile", "clock", "tricks")}
         path = write_results(args.json, "bench_model.py", argv,
                              {"setting": {**setting, "threads": torch.get_num_threads()},
                               "matmul_peak_flops": matmul, "hardware_peak": hardware, "peak_flops_for_mfu": peak,
-                              "training": results, "decoding": decoding})
+                              "training": results, "decoding": decoding,
+                              **({"attention": attention} if args.tricks else {})})
         print(f"\nwrote {path}")
 
 
