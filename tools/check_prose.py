@@ -54,6 +54,7 @@ CITED: dict[str, str] = {
     "0.6": "Wu et al. 2016 / Vaswani et al. 2017, section 6.1: length penalty exponent 0.6",
     # Vaswani et al. (2017), Table 3: newstest2013 development set, BLEU and perplexity per word-piece
     "25.8": "Vaswani et al. 2017, Table 3: base BLEU",
+    "3.35": "NVIDIA's H100 page (book/references.bib, nvidia2022h100): H100 SXM memory bandwidth, TB/s",
     "4.92": "Vaswani et al. 2017, Table 3: base PPL (also row (E), learned positions)",
     "24.9": "Vaswani et al. 2017, Table 3, row (A): h = 1, BLEU",
     "5.29": "Vaswani et al. 2017, Table 3, row (A): h = 1, PPL",
