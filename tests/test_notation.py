@@ -31,32 +31,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # (page, symbol of the main tables): what the page means by it. Fix by renaming on the page.
 KNOWN_CLASHES: dict[tuple[str, str], str] = {
-    ("01_attention_history", "a"): "a_ell, the digits of an offset in base kappa; a is the alignment model",
-    ("01_attention_history", "p"): "p is the exponent of a cost n^p; p is a probability",
-    ("02_bahdanau_attention", "H"): "H is the matrix of annotations; H is the number of heads",
-    ("04_self_attention", "Y"): "Y = softmax(XX^T)X is an output matrix; Y is an output sentence (hypothesis)",
-    ("05_multi_head_attention", "p"): "p is a position in the split-heads figure (10p + f); p is a probability",
-    ("05_multi_head_attention", "f"): "f is a feature in the split-heads figure; f is a decoder's recurrence",
-    ("06_positional_encoding", "a"): "a, b are the vectors of a cosine similarity; a is the alignment model",
-    ("06_positional_encoding", "b"): "a, b are the vectors of a cosine similarity; b is a bias",
-    ("06_positional_encoding", "z"): "Re(z conj(w)) of two complex numbers; z are the logits",
-    ("06_positional_encoding", "w"): "Re(z conj(w)) of two complex numbers; w is a word",
-    ("07_encoder", "s"): "s is a random seed; s is the decoder's state",
-    ("08_decoder", "e"): "e is a per-position error probability (ex-08-exposure); e is an attention score",
-    ("10_real_sentences", "m"): "m is the number of BPE merges; m is the index of a head",
-    ("a1_backprop_by_hand", "q"): "q_w is the label-smoothed target distribution, next to q, a query, on the same page",
-    ("a1_backprop_by_hand", "a"): "a, b are the arrays of a relative error; a is the alignment model",
-    ("a1_backprop_by_hand", "b"): "a, b are the arrays of a relative error; b is a bias, also on this page",
-    ("a1_backprop_by_hand", "c"): "c_1, c_2 are constants of an error bound; c is the context vector",
-    ("a1_backprop_by_hand", "e"): "e_i is a unit vector; e is an attention score",
-    ("a1_backprop_by_hand", "f"): "f, f', f'' is a function and its derivatives; f is a decoder's recurrence",
-    ("a1_backprop_by_hand", "R"): "R is the probe of a gradient check; R is the rotation of positional encoding",
-    ("a1_backprop_by_hand", "Y"): "Y = XW + b is a layer's output matrix; Y is an output sentence (hypothesis)",
 }
 
 # (page, cell): formulas that MyST does not read as written. Fix on the page.
 KNOWN_BROKEN_FORMULAS: dict[tuple[str, int], str] = {
-    ("a1_backprop_by_hand", 66): "a line of an inline formula starts with '- (n - 1)': markdown makes it a list item",
 }
 
 READER = notation.Reader()
