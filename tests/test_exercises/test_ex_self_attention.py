@@ -13,7 +13,8 @@ def _softmax(x, axis=-1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def good_self_attention(x, W_q, W_k, W_v, mask=None, scale=True, axis=-1, keys=None, project=True):
+def good_self_attention(x, W_q, W_k, W_v, mask=None, scale=True, axis=-1, keys=None, project=True,
+                        empty_rows_nan=False):
     q, k = x @ W_q, x @ (W_k if keys is None else keys)
     v = x @ W_v if project else x
     scores = q @ np.swapaxes(k, -1, -2)
@@ -21,7 +22,16 @@ def good_self_attention(x, W_q, W_k, W_v, mask=None, scale=True, axis=-1, keys=N
         scores = scores / math.sqrt(W_q.shape[1])
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
-    weights = _softmax(scores, axis=axis)
+        if empty_rows_nan:
+            with np.errstate(invalid="ignore"):
+                weights = _softmax(scores, axis=axis)    # a row of -inf gives 0 / 0 = NaN
+        else:
+            top = np.max(scores, axis=axis, keepdims=True)
+            e = np.exp(scores - np.where(np.isinf(top), 0.0, top))
+            total = e.sum(axis=axis, keepdims=True)
+            weights = e / np.where(total == 0.0, 1.0, total)   # a row with no allowed key: zeros
+    else:
+        weights = _softmax(scores, axis=axis)
     return weights @ v, weights
 
 
@@ -52,6 +62,7 @@ def test_stubs_are_not_attempted(capsys):
     (lambda x, q, k, v, mask=None: good_self_attention(x, q, k, v, mask, project=False), "x @ W_v"),
     (lambda x, q, k, v, mask=None: good_self_attention(x, q, k, v), "mask was ignored"),
     (lambda x, q, k, v, mask=None: good_self_attention(x, q, k, v, mask)[0], "pair"),
+    (lambda x, q, k, v, mask=None: good_self_attention(x, q, k, v, mask, empty_rows_nan=True), "all-zero weights"),
 ])
 def test_self_attention_hints(fn, hint):
     with pytest.raises(ExerciseError, match=hint.replace("(", r"\(").replace(")", r"\)")):

@@ -36,8 +36,13 @@ def _self_attention(x, W_q, W_k, W_v, mask=None, scale=None, axis=-1, project_va
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = q @ np.swapaxes(k, -1, -2) * scale          # (B, T, T)
     if mask is not None:
-        scores = np.where(mask, scores, -np.inf)         # every row keeps its diagonal, so no empty row
+        mask = np.broadcast_to(mask, scores.shape)       # (B, T, T)
+        scores = np.where(mask, scores, 0.0)             # masked entries are zeroed after the softmax below
     weights = softmax(scores, axis=axis)                # (B, T, T)
+    if mask is not None:
+        weights = np.where(mask, weights, 0.0)           # (B, T, T): only the allowed keys keep weight
+        total = weights.sum(axis=axis, keepdims=True)
+        weights = weights / np.where(total == 0.0, 1.0, total)   # a row with no allowed key stays all zeros
     return weights @ v, weights
 
 
@@ -56,7 +61,7 @@ def check_self_attention(fn):
     """Check `fn(x, W_q, W_k, W_v, mask=None) -> (out, weights)`: one head of learned self-attention.
 
     x: (B, T, D); W_q, W_k: (D, Dk); W_v: (D, Dv); mask: bool (T, T) or (B, T, T), True = may attend.
-    out: (B, T, Dv); weights: (B, T, T), every row sums to 1.
+    out: (B, T, Dv); weights: (B, T, T), every row sums to 1, except a row with no allowed key: all zeros.
     """
     rng = np.random.default_rng(4)
     B, T, D, Dk, Dv = 2, 5, 6, 3, 4
@@ -98,7 +103,21 @@ def check_self_attention(fn):
                                                 "before the softmax."),
     ])
     compare_arrays(out, expected_out, "out (causal mask)")
-    passed("self-attention projects x into queries, keys and values, scales by sqrt(d_k) and respects the mask.")
+
+    # 3. a padding mask that leaves one query with no key at all (the course's rule: all-zero weights, no NaN)
+    mask = np.ones((B, T, T), dtype=bool)
+    mask[1, :, 3:] = False                               # sentence 1 has 3 real tokens: keys 3 and 4 are padding
+    mask[1, 4, :] = False                                # and query 4 may attend to nothing
+    out, weights = split_out_weights(call_learner(fn, x, W_q, W_k, W_v, mask=mask), "fn(x, W_q, W_k, W_v, mask=mask)")
+    expected_out, expected_w = _self_attention(x, W_q, W_k, W_v, mask)
+    if np.isnan(weights).any() or np.isnan(out).any():
+        raise ExerciseError("a query whose keys are all masked got NaN: softmax over a row of -inf is 0 / 0. In this "
+                            "course such a row gets all-zero weights (chapter 3's masked softmax: "
+                            "transformer_course.numpy.attention.masked_softmax), so its output is a zero vector.")
+    compare_arrays(weights, expected_w, "weights (padding mask with an empty row)")
+    compare_arrays(out, expected_out, "out (padding mask with an empty row)")
+    passed("self-attention projects x into queries, keys and values, scales by sqrt(d_k) and respects the mask, "
+           "empty rows included.")
 
 
 @exercise_check
