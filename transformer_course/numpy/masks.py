@@ -33,7 +33,7 @@ def lengths_to_mask(lengths: np.ndarray, max_len: int) -> np.ndarray:
 
 
 def causal_mask(T: int) -> np.ndarray:
-    """True on and below the diagonal: position t sees positions 0 .. t and never the future."""
+    """True on and below the diagonal: query i sees keys 0 .. i and never the future."""
     if not isinstance(T, (int, np.integer)) or T <= 0:
         raise ValueError(f"T: expected a positive int, got {T!r}")
     mask = np.tril(np.ones((T, T), dtype=bool))          # (T, T)

@@ -33,7 +33,7 @@ def lengths_to_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
 
 
 def causal_mask(T: int, device=None) -> torch.Tensor:
-    """True on and below the diagonal: position t sees positions 0 .. t and never the future."""
+    """True on and below the diagonal: query i sees keys 0 .. i and never the future."""
     if not isinstance(T, int) or T <= 0:
         raise ValueError(f"T: expected a positive int, got {T!r}")
     mask = torch.ones(T, T, dtype=torch.bool, device=device).tril()  # (T, T)
