@@ -90,26 +90,26 @@ def main(argv=None) -> int:
     if len(set(args.seeds)) < 3:
         parser.error(f"--seeds: a comparison of variants needs at least 3 seeds, got {args.seeds}")
 
-    import torch
-    torch.set_num_threads(args.threads)
-    torch.set_flush_denormal(True)
     print("command:", shlex.join(["python", "benchmarks/ablations.py", *(sys.argv[1:] if argv is None else argv)]))
     print(f"task: English -> French number words 0..{args.max_number}; {args.steps} steps per variant; "
           f"seeds {args.seeds}; {args.threads} thread(s)", flush=True)
     names = args.only or list(VARIANTS)
     variants = {}
-    for name in names:
-        results = [run_variant(name, args.steps, seed, args.max_number) for seed in args.seeds]
-        paper = VARIANTS[name][2]
-        variants[name] = {
-            "params": results[0]["params"],
-            "paper_row": None if paper is None else {"row": paper[0], "bleu": paper[1], "ppl": paper[2]},
-            "per_seed": {str(seed): r for seed, r in zip(args.seeds, results)},
-            "summary": {key: summary([r[key] for r in results]) for key in ("exact_match", "perplexity", "time_s")},
-        }
-        em = variants[name]["summary"]["exact_match"]
-        print(f"  done: {name:18s} exact match {em['mean']:.3f} +- {em['std']:.3f} "
-              f"({statistics.fmean(r['time_s'] for r in results):.0f} s per seed)", flush=True)
+    from transformer_course.training.run import cpu_settings
+
+    with cpu_settings(args.threads):                 # the settings `transformer-course train` uses
+        for name in names:
+            results = [run_variant(name, args.steps, seed, args.max_number) for seed in args.seeds]
+            paper = VARIANTS[name][2]
+            variants[name] = {
+                "params": results[0]["params"],
+                "paper_row": None if paper is None else {"row": paper[0], "bleu": paper[1], "ppl": paper[2]},
+                "per_seed": {str(seed): r for seed, r in zip(args.seeds, results)},
+                "summary": {key: summary([r[key] for r in results]) for key in ("exact_match", "perplexity", "time_s")},
+            }
+            em = variants[name]["summary"]["exact_match"]
+            print(f"  done: {name:18s} exact match {em['mean']:.3f} +- {em['std']:.3f} "
+                  f"({statistics.fmean(r['time_s'] for r in results):.0f} s per seed)", flush=True)
 
     print()
     print("| variant | params | held-out exact match, mean (std) | val perplexity, mean (std) | nearest paper row "

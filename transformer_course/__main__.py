@@ -441,8 +441,6 @@ def _print_evaluation(event: dict) -> None:
 
 
 def cmd_train(args) -> int:
-    import torch
-
     mode = _check_out(args)
     export = _check_export(args.export)
     model_overrides = _parse_overrides(ModelConfig, args.set, "--set")
@@ -461,6 +459,17 @@ def cmd_train(args) -> int:
         _check_resume(out / "last.pt", model_config, src_vocab, tgt_vocab)
 
     # every check passed: from here on files are written (each one atomically)
+    from .training.run import cpu_settings
+
+    with cpu_settings(args.threads or None):         # main() may run in a notebook: restored on the way out
+        return _train_and_report(args, mode, export, spec, data, (src_vocab, tgt_vocab), model_config,
+                                 train_config)
+
+
+def _train_and_report(args, mode, export, spec, data, vocabs, model_config, train_config) -> int:
+    """cmd_train once every check passed: train under torchrun or alone, save, report, export."""
+    import torch
+
     from .training.callbacks import ProgressBar
     from .training.checkpoint import export_pretrained
     from .training.ddp import cleanup_distributed, setup_distributed
@@ -468,13 +477,10 @@ def cmd_train(args) -> int:
     from .training.run import finish_run, prepare_run
     from .training.trainer import train
 
-    threads_before = torch.get_num_threads()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    torch.set_flush_denormal(True)                   # denormal Adam moments are very slow on CPUs
+    out: Path = args.out
+    src_vocab, tgt_vocab = vocabs
     rank, world_size, device = setup_distributed(train_config.device)
     train_config = train_config.replace(device=str(device))   # under torchrun: this process's GPU
-    vocabs = (src_vocab, tgt_vocab)
     try:
         model, train_loader, evaluate_fn = prepare_run(data, vocabs, model_config, train_config, rank=rank,
                                                        world_size=world_size)
@@ -515,9 +521,6 @@ def cmd_train(args) -> int:
         return 0
     finally:
         cleanup_distributed()
-        # main() may run inside a notebook or a test session: leave the process's settings as they were
-        torch.set_flush_denormal(False)
-        torch.set_num_threads(threads_before)
 
 
 # -- translate ----------------------------------------------------------------------------------------------

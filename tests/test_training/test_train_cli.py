@@ -166,6 +166,7 @@ def test_the_api_trains_what_the_command_line_trains(tmp_path):
     from transformer_course.config import get_preset
     from transformer_course.training import finish_run, prepare_run, train
     from transformer_course.training.checkpoint import load_checkpoint
+    from transformer_course.training.run import cpu_settings
 
     cli_out, api_out = tmp_path / "cli", tmp_path / "api"
     assert main(TRAIN + ["--out", str(cli_out)]) == 0
@@ -175,17 +176,31 @@ def test_the_api_trains_what_the_command_line_trains(tmp_path):
     data = _make_data(spec)
     vocabs = data.build_vocabs()
     model_config = get_preset("tiny").replace(src_vocab_size=len(vocabs[0]), tgt_vocab_size=len(vocabs[1]))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with cpu_settings(args.threads):                 # the command's own process settings
         model, loader, evaluate_fn = prepare_run(data, vocabs, model_config, train_config)
         history = train(model, loader, train_config, evaluate_fn=evaluate_fn, vocabs=vocabs, callbacks=[])
         test = finish_run(api_out, model, history, data, vocabs, train_config)
-    finally:
-        torch.set_num_threads(threads)
     cli, api = load_checkpoint(cli_out / "model.pt"), load_checkpoint(api_out / "model.pt")
     assert cli["model_config"] == api["model_config"]
     for name, weight in cli["model"].items():
         assert torch.equal(weight, api["model"][name]), name
     assert cli["extra"]["test"] == test == api["extra"]["test"]
     assert json.loads((api_out / "history.json").read_text())["step"][-1] == 4
+
+
+def test_cpu_settings_flush_denormals_inside_and_restore_the_process_after():
+    import torch
+
+    from transformer_course.training.run import cpu_settings
+
+    tiny = torch.tensor([1e-39], dtype=torch.float32)     # below float32's smallest normal number, 1.2e-38
+    threads = torch.get_num_threads()
+    with cpu_settings(1):
+        if not torch.set_flush_denormal(True):
+            pytest.skip("this processor cannot flush denormals (no SSE3)")
+        assert torch.get_num_threads() == 1
+        assert (tiny * 1.0).item() == 0.0                  # flushed to zero inside
+    assert torch.get_num_threads() == threads
+    assert (tiny * 1.0).item() > 0.0                      # a denormal again after
+    with pytest.raises(ValueError, match="threads: expected a positive int or None, got 0"), cpu_settings(0):
+        pass

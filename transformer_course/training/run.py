@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
@@ -23,9 +24,28 @@ from ..utils import atomic_write_text, set_seed
 from .checkpoint import build_model, save_checkpoint
 from .evaluate import evaluate_task, make_evaluator
 
-__all__ = ["VAL_BATCH_SIZE", "finish_run", "prepare_run"]
+__all__ = ["VAL_BATCH_SIZE", "cpu_settings", "finish_run", "prepare_run"]
 
 VAL_BATCH_SIZE = 256                 # evaluation only: no gradients, so larger batches than training's fit
+
+
+@contextmanager
+def cpu_settings(threads: int | None = None) -> Iterator[None]:
+    """The process settings of a training run, as `transformer-course train` makes them, restored on exit:
+    `threads` intra-op CPU threads (None keeps PyTorch's choice) and denormal floats flushed to zero (Adam's
+    tiny second moments are many times slower as denormals on CPUs). PyTorch has no getter for the flush
+    flag, so on exit it is set back to False, PyTorch's default."""
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads: expected a positive int or None, got {threads!r}")
+    threads_before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(False)
+        torch.set_num_threads(threads_before)
 
 
 def prepare_run(data, vocabs: tuple[Vocab, Vocab], model_config: ModelConfig, train_config: TrainConfig, *,
