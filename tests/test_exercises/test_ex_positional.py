@@ -129,3 +129,12 @@ def test_reference_shift_passes_and_really_shifts(capsys):
 def test_shift_mistakes_get_their_hint(fn, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_shift_matrix(fn)
+
+
+def test_a_shift_by_the_absolute_offset_fails_with_its_own_hint():
+    """|delta| passes every positive offset; the negative one must catch it, with a hint about the sign."""
+    def signless(delta, d_model):
+        return good_shift(abs(delta), d_model)
+    with pytest.raises(ExerciseError, match="sign was dropped") as caught:
+        check_shift_matrix(signless)
+    assert "fn(-7, 8)" in str(caught.value) and "column vectors" not in str(caught.value)

@@ -4,7 +4,8 @@ Each check calls the learner's function on small fixed sizes, compares with a re
 (on purpose independent of `transformer_course.numpy.positional`, which the chapter teaches), and recognises
 the usual mistakes: the exponent doubled (2i where i already steps by two), sine and cosine swapped,
 positions counted from 1, an odd d_model that crashes, and (for the rotation) the matrix written for column
-vectors (which shifts by -delta) or with one angle for all. All the sines followed by all the cosines is not a
+vectors (which shifts by -delta), one angle for all, or the offset's sign dropped (|delta| shifts a negative
+offset the wrong way, so one offset of the check is negative). All the sines followed by all the cosines is not a
 mistake: tensor2tensor and fairseq use that layout; it is a fixed permutation of the columns, which changes
 nothing a model can learn, so it is accepted (with a note that the paper interleaves them).
 """
@@ -124,7 +125,13 @@ def check_sinusoidal_encoding(fn) -> None:
 
 def shift_hints(delta, d_model):
     """(wrong answer, explanation) pairs for `check_shift_matrix`."""
-    return [
+    signless = []
+    if delta < 0:   # first: for delta < 0, R(|delta|) is also the column-vector matrix, a mistake already ruled out
+        signless = [(_shift_reference(abs(delta), d_model),
+                     f"this matrix shifts by |delta| = {abs(delta)}, not by delta = {delta}: the offset's sign "
+                     "was dropped (abs, or a distance). A negative offset moves back along the sequence, so "
+                     "the angle omega_i * delta is negative too.")]
+    return signless + [
         (_shift_reference(delta, d_model, column_vectors=True),
          "this matrix maps PE[pos] to PE[pos - delta]: the signs of the sines are flipped, or the blocks are "
          "written for column vectors (R @ pe). The course writes vectors as rows, PE[pos + delta] = PE[pos] @ R, "
@@ -138,7 +145,8 @@ def shift_hints(delta, d_model):
 @exercise_check
 def check_shift_matrix(fn) -> None:
     """Check `fn(delta, d_model) -> R (d_model, d_model)` with PE[pos + delta] = PE[pos] @ R for every pos."""
-    for delta, d_model in ((1, 4), (3, 8), (10, 16)):
+    # positive offsets first, then a negative one: only a signed offset maps PE[pos] to PE[pos - 7]
+    for delta, d_model in ((1, 4), (3, 8), (10, 16), (-7, 8)):
         got = as_numpy(call_learner(fn, delta, d_model), f"fn({delta}, {d_model})")
         compare_arrays(got, _shift_reference(delta, d_model), f"fn({delta}, {d_model})",
                        hints=shift_hints(delta, d_model))
