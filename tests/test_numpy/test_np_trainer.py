@@ -49,3 +49,16 @@ def test_max_steps_is_a_ceiling_that_a_continued_run_counts_from_its_first_step(
     first = train_numpy(params, config, gen, TrainConfig(max_steps=3, warmup_steps=2), optimizer=optimizer)
     more = train_numpy(params, config, gen, TrainConfig(max_steps=5, warmup_steps=2), optimizer=optimizer)
     assert first["step"] == [1, 2, 3] and more["step"] == [4, 5] and more["stop_reason"] == "max_steps"
+
+
+def test_train_numpy_raises_the_same_divergence_error_as_the_pytorch_trainer():
+    import pytest
+
+    from transformer_course.training.history import TrainingDiverged  # without torch, as the NumPy half
+
+    config = tiny_config()
+    params = init_transformer(np.random.default_rng(3), config)
+    params["tgt_embedding"]["E"][:] = np.nan            # every logit becomes NaN, and so does the loss
+    batches = _copy_batches(np.random.default_rng(4), 7, B=2)
+    with pytest.raises(TrainingDiverged, match="training diverged at step 1: loss nan"):
+        train_numpy(params, config, batches, TrainConfig(max_steps=3, warmup_steps=2), callbacks=[])

@@ -14,9 +14,10 @@ _NAMES = {
                    "model_from_checkpoint", "save_checkpoint"],
     "evaluate": ["corpus_bleu", "evaluate", "evaluate_pairs", "exact_match", "make_evaluator", "perplexity",
                  "token_accuracy", "translate"],
-    "run": ["finish_run", "prepare_run"],
+    "history": ["TrainingDiverged"],
+    "run": ["cpu_settings", "finish_run", "prepare_run"],
     "schedule": ["NoamSchedule", "make_scheduler", "noam_lr"],
-    "trainer": ["TrainingDiverged", "train"],
+    "trainer": ["train"],
 }
 _MODULE_OF = {name: module for module, names in _NAMES.items() for name in names}
 __all__ = sorted(_MODULE_OF)

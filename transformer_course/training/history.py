@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from ..config import HIGHER_IS_BETTER, TrainConfig
 
-__all__ = ["STOP_REASONS", "new_history", "best_index", "is_perfect", "stop_reason", "describe_stop_rule"]
+__all__ = ["STOP_REASONS", "TrainingDiverged", "new_history", "best_index", "is_perfect", "stop_reason",
+           "describe_stop_rule"]
 
 STOP_REASONS = {
     "max_steps": "reached TrainConfig.max_steps, the ceiling",
@@ -26,6 +27,10 @@ STOP_REASONS = {
     "time_budget": "TrainConfig.max_minutes of training passed",
     "data_exhausted": "the batches ran out (NumPy trainer)",
 }
+
+
+class TrainingDiverged(FloatingPointError):
+    """The loss or the gradient norm became NaN or infinite (raised by both trainers)."""
 
 
 def new_history() -> dict:

@@ -17,7 +17,7 @@ from ..numpy.loss import cross_entropy_backward, cross_entropy_forward
 from ..numpy.optim import Adam, clip_grad_norm, noam_lr
 from ..numpy.transformer import transformer_backward, transformer_forward
 from .callbacks import ProgressBar, emit
-from .history import new_history
+from .history import TrainingDiverged, new_history
 
 __all__ = ["train_step", "train_numpy"]
 
@@ -70,7 +70,7 @@ def train_numpy(params: dict, config: ModelConfig, batches: Iterable[tuple[np.nd
         loss, grad_norm = train_step(params, config, optimizer, src, tgt_in, tgt_out, lr,
                                      tc.label_smoothing, tc.clip_grad_norm, rng)
         if not (math.isfinite(loss) and math.isfinite(grad_norm)):
-            raise FloatingPointError(f"training diverged at step {step}: loss {loss}, gradient norm {grad_norm}")
+            raise TrainingDiverged(f"training diverged at step {step}: loss {loss}, gradient norm {grad_norm}")
         record = {"step": step, "loss": loss, "lr": lr, "grad_norm": grad_norm}
         for key, value in record.items():
             history[key].append(value)

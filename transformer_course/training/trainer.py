@@ -39,7 +39,7 @@ from ..torch.loss import fast_cross_entropy
 from ..utils import set_seed
 from .callbacks import ProgressBar, emit
 from .checkpoint import average_state_dicts, check_vocabs, load_checkpoint, save_checkpoint, set_rng_state, unwrap_model
-from .history import best_index, new_history, stop_reason
+from .history import TrainingDiverged, best_index, new_history, stop_reason
 from .schedule import make_scheduler
 
 # (imported by `import torch`; bare `import torch.distributed` would bypass _optional's message)
@@ -90,10 +90,6 @@ def train(model: nn.Module, train_loader: Iterable[Batch], config: TrainConfig =
     emit(callbacks, event="end", step=state.step,
           **{key: state.history[key] for key in ("stop_reason", "best", "averaged")})
     return state.history
-
-
-class TrainingDiverged(FloatingPointError):
-    """The loss or the gradient norm became NaN or infinite."""
 
 
 def distributed_info() -> tuple[int, int]:
