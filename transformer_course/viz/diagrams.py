@@ -517,7 +517,8 @@ def transformer_diagram(config: ModelConfig | None = None, norm_first: bool | No
         side = -1 if kind == "encoder" else 1
         top, where = _stack(ax, x, emb_top, layer, w, gap=gap, side=side)
         frame_left = x - w / 2 - (0.34 if kind == "encoder" else 0.12)    # room for the residual paths
-        ax.add_patch(FancyBboxPatch((frame_left, emb_top + gap * 0.55), w + 0.46, top - emb_top - gap * 0.45,
+        # the frame starts above the shape label of the layer's input, which sits in the gap under it
+        ax.add_patch(FancyBboxPatch((frame_left, emb_top + gap * 0.85), w + 0.46, top - emb_top - gap * 0.75,
                                     boxstyle="round,pad=0,rounding_size=0.1", facecolor="none", edgecolor="0.55",
                                     linewidth=1.0, linestyle="--"))
         label_x = frame_left - 0.06 if kind == "encoder" else frame_left + w + 0.46 + 0.06
@@ -594,7 +595,7 @@ def kv_cache_diagram(config: ModelConfig | None = None, steps: int = 3) -> Figur
     steps = _count("steps", steps)
     cell = 0.42
     fig, ax = _canvas(7.2, 1.6 + steps * 0.75)
-    x_read, x_k, x_v = 0.75, 1.75, 1.75 + steps * cell + 0.6
+    x_read, x_k, x_v = 1.0, 1.85, 1.85 + steps * cell + 0.5    # the read box clear of the "step t" labels
     x_shape = x_v + steps * cell + 0.35
     for t in range(1, steps + 1):
         y = 1.6 + (steps - t) * 0.75 - 0.1
@@ -617,5 +618,5 @@ def kv_cache_diagram(config: ModelConfig | None = None, steps: int = 3) -> Figur
     _note(ax, 0.1, 0.55, f"orange: computed at this step; blue: read from the cache. Each of the "
           f"{z.N_dec} decoder layers has its own cache.", ha="left", size=9)
     _note(ax, 0.1, 0.25, f"Cross-attention: keys and values of the memory, (B, {z.H}, S, {z.Dh}), "
-          "computed once before the first step.", ha="left", size=9)
+          "computed once, when decoding starts.", ha="left", size=9)
     return fig
