@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from tools import check_prose
+from tools.book import book_pages
 
 ROOT = Path(__file__).resolve().parent.parent
 
-PAGES = check_prose.book_pages()
+PAGES = book_pages()
 
 
 @pytest.mark.parametrize("path", PAGES, ids=[p.name for p in PAGES])

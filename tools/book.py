@@ -59,6 +59,11 @@ def toc_docnames(root: Path = ROOT) -> list[str]:
     return [str(Path(name).with_suffix("")) for name in names]
 
 
+def book_pages(root: Path = ROOT) -> list[Path]:
+    """Every page of book/ with prose: the chapter notebooks and the markdown pages, sorted."""
+    return sorted(p for p in (root / "book").glob("*") if p.suffix in (".ipynb", ".md"))
+
+
 def config_without_solutions(root: Path = ROOT) -> str:
     """_config.yml as YAML text with solutions switched off (`course_hide_solutions: true`), usable from any
     folder: Jupyter Book resolves local extensions' paths against the config's own folder, so they are made

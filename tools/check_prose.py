@@ -28,7 +28,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .book import cell_source
+from .book import book_pages, cell_source
 from .check_notebooks import _output_texts  # the same reading of a cell's outputs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -188,16 +188,11 @@ def check_page(path: Path) -> list[str]:
     return problems
 
 
-def book_pages() -> list[Path]:
-    book = ROOT / "book"
-    return sorted(book.glob("*.ipynb")) + sorted(book.glob("*.md"))
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="*", help="pages (default: every notebook and .md page in book/)")
     args = parser.parse_args(argv)
-    paths = [Path(p).resolve() for p in args.paths] or book_pages()
+    paths = [Path(p).resolve() for p in args.paths] or book_pages(ROOT)
     total = 0
     for path in paths:
         problems = check_page(path)

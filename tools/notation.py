@@ -42,6 +42,8 @@ from mdit_py_plugins.amsmath import amsmath_plugin
 from mdit_py_plugins.colon_fence import colon_fence_plugin
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
+from . import book
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTATION = ROOT / "book" / "notation.md"
 
@@ -571,8 +573,8 @@ def read_page(path: Path) -> Page:
 
 
 def book_pages(root: Path = ROOT) -> list[Path]:
-    """Every page of the book with prose: the notebooks and the markdown pages, but not notation.md itself."""
-    return sorted(p for p in (root / "book").glob("*") if p.suffix in (".ipynb", ".md") and p.name != "notation.md")
+    """Every page of the book with prose (tools.book.book_pages) but notation.md itself."""
+    return [p for p in book.book_pages(root) if p.name != "notation.md"]
 
 
 # ---- the checks ------------------------------------------------------------------------------------------------
