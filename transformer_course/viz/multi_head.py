@@ -64,7 +64,7 @@ def plot_head_split(T: int = 3, D: int = 8, n_heads: int = 2):
         ax.text(x_c + Dh + 0.3, h * (T + gap) + T / 2, f"head {h + 1}", va="center", fontsize=8)
     ax.text(x_c + Dh / 2, -0.5, f"(B, H, T, Dh) = (1, {H}, {T}, {Dh})", ha="center", va="bottom", fontsize=9)
     _arrow(ax, (x_a + D + 0.4, top + T / 2), (x_b - 0.4, top + T / 2), "reshape")
-    _arrow(ax, (x_b + D + (H - 1) * gap + 0.4, top + T / 2), (x_c - 0.4, top + T / 2), "transpose(1, 2)")
+    _arrow(ax, (x_b + D + (H - 1) * gap + 0.4, top + T / 2), (x_c - 0.4, top + T / 2), "transpose(0, 2, 1, 3)")
 
     _grid(ax, q, head_of, x_a, y_w + top, Dh)
     for h in range(H):
@@ -84,16 +84,17 @@ def plot_head_split(T: int = 3, D: int = 8, n_heads: int = 2):
 
 
 def plot_multi_head_flow(B="B", T="T", D="D", H="H"):
-    """The shape of every array in multi-head self-attention, from x (B, T, D) to the output (B, T, D)."""
+    """The shape of every array in multi-head self-attention, from x (B, T, D) to the output (B, T, D), in NumPy's
+    syntax (the NumPy code of chapter 5; PyTorch writes q.transpose(1, 2))."""
     Dh = f"{D}/{H}" if isinstance(D, str) or isinstance(H, str) else D // H
     steps = [
         ("x", f"({B}, {T}, {D})", "input"),
         ("q = x W_q (same for k, v)", f"({B}, {T}, {D})", "all heads in one matmul"),
         ("q.reshape(B, T, H, Dh)", f"({B}, {T}, {H}, {Dh})", "cut D into H blocks"),
-        ("q.transpose(1, 2)", f"({B}, {H}, {T}, {Dh})", "heads become a batch axis"),
-        ("q @ k.transpose(-2, -1) / sqrt(Dh)", f"({B}, {H}, {T}, {T})", "scores, per head"),
+        ("q.transpose(0, 2, 1, 3)", f"({B}, {H}, {T}, {Dh})", "heads become a batch axis"),
+        ("q @ k.swapaxes(-1, -2) / sqrt(Dh)", f"({B}, {H}, {T}, {T})", "scores, per head"),
         ("softmax(scores) @ v", f"({B}, {H}, {T}, {Dh})", "one average per head"),
-        ("heads.transpose(1, 2)", f"({B}, {T}, {H}, {Dh})", "positions first again"),
+        ("heads.transpose(0, 2, 1, 3)", f"({B}, {T}, {H}, {Dh})", "positions first again"),
         ("reshape(B, T, D)", f"({B}, {T}, {D})", "concatenate the heads"),
         ("concat @ W_o", f"({B}, {T}, {D})", "mix the heads"),
     ]
