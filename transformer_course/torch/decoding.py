@@ -142,8 +142,9 @@ def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6
             if cache is not None:
                 cache.reorder(parent, include_static=(t == 0))
             # 3. a source is done when its best alive hypothesis, scored at its current length, is no better than
-            #    its worst finished one: exact for alpha = 0 (a longer hypothesis only loses log-probability), a
-            #    heuristic for alpha > 0, where the length penalty can still lift a longer one above it
+            #    its worst finished one. For alpha = 0 stopping loses nothing against running this beam to max_len
+            #    (a longer hypothesis only loses log-probability); for alpha > 0 it is a heuristic, since the
+            #    length penalty can still lift a longer one above it
             best_alive = alive_logp[:, 0] / length_penalty(t + 1, alpha)                # (B,)
             done |= (fin_score[:, -1] > neg_inf) & (best_alive <= fin_score[:, -1])
             if bool(done.all()):
