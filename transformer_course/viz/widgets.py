@@ -1,9 +1,8 @@
-"""Interactive widgets for workshops, each with a static twin figure.
+"""Interactive widgets for workshops, each with a static twin figure and a flip book.
 
 Every widget `<name>_widget()` is a box of ipywidgets controls above a plot that redraws when a control moves;
-its twin `<name>_figure(...)` draws the same plot for fixed settings and returns the matplotlib figure, so the
-static website (which shows no live widgets) teaches the same thing. Chapters show the widget and, right
-after it, the figure for the default settings.
+its twin `<name>_figure(...)` draws the same plot for fixed settings and returns the matplotlib figure. (The
+attention explorer's are `attention_explorer()` and `attention_explorer_figure(...)`.)
 
 - softmax_scaling: softmax temperature, and what dividing by sqrt(d_k) does to the weights as d_k grows.
 - masks: padding, causal and combined masks for a batch of given lengths.
@@ -11,6 +10,12 @@ after it, the figure for the default settings.
 - warmup: the paper's learning-rate schedule for chosen d_model and warm-up steps.
 - attention_explorer: type a source, pick a layer and head of the shipped trained model, see the map and
   the translation.
+- decoding: temperature, top-k and top-p applied to the shipped model's next-word distribution.
+
+Each widget also has a flip book, `<name>_flipbook(...)` (see flipbook.py): its figure drawn in advance for a few
+values of every control, in an HTML block whose controls swap the drawing. The static website has no kernel to
+run the live widgets, so Appendix D shows each widget and, right after it, its flip book, which opens at the
+widget's default setting (and carries a PNG of it for the slides).
 """
 from __future__ import annotations
 
@@ -20,11 +25,14 @@ import numpy as np
 from ..numpy.functional import softmax
 from ..numpy.masks import causal_mask, combine_masks, lengths_to_mask
 from .attention import plot_attention
+from .flipbook import Control, FlipBook, Panel
 from .positional import plot_positional_heatmap
 
-__all__ = ["translate_with_weights", "softmax_scaling_figure", "softmax_scaling_widget", "mask_figure", "mask_widget",
-           "positional_figure", "positional_widget", "warmup_figure", "warmup_widget",
-           "attention_explorer_figure", "attention_explorer"]
+__all__ = ["translate_with_weights", "softmax_scaling_figure", "softmax_scaling_widget", "softmax_scaling_flipbook",
+           "mask_figure", "mask_widget", "mask_flipbook", "positional_figure", "positional_widget",
+           "positional_flipbook", "warmup_figure", "warmup_widget", "warmup_flipbook", "ATTENTION_KINDS",
+           "attention_explorer_figure", "attention_explorer", "attention_explorer_flipbook", "next_word_logits",
+           "decoding_figure", "decoding_widget", "decoding_flipbook"]
 
 
 def _interactive(draw, controls: dict):
@@ -95,17 +103,32 @@ def softmax_scaling_widget():
 
     controls = {
         "d_k": widgets.IntSlider(value=64, min=1, max=512, step=1, description="d_k"),
-        "temperature": widgets.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.05,
+        # powers of 2 from 1/4 to 16: tau = 16 = sqrt(256) undoes the scaling at d_k = 256 (an exercise)
+        "temperature": widgets.FloatLogSlider(value=1.0, base=2, min=-2, max=4, step=0.5,
                                               description="temperature"),
         "scale": widgets.Checkbox(value=True, description="divide by √d_k"),
     }
     return _interactive(softmax_scaling_figure, controls)
 
 
+def softmax_scaling_flipbook(d_ks=(1, 16, 64, 256), temperatures=(0.25, 1.0, 4.0, 16.0), dpi: int = 72):
+    """The softmax widget's flip book: its figure for every d_k, temperature and scaling given."""
+    controls = [Control("d_k", "d<sub>k</sub>", tuple(d_ks), default=64),
+                Control("temperature", "temperature τ", tuple(temperatures), default=1.0),
+                Control("scale", "divide by √d<sub>k</sub>", (False, True), default=True, kind="checkbox",
+                        shown=("no", "yes"))]
+    return FlipBook(softmax_scaling_figure, controls, dpi=dpi, colours=16, name="softmax_scaling_figure",
+                    alt="bar chart of one query's weights over eight random keys, and the mean largest weight "
+                        "against d_k with and without the scaling")
+
+
 # --- masks --------------------------------------------------------------------------------------------------
 
-def mask_figure(lengths=(6, 4, 2), T: int = 6, causal: bool = True):
-    """One row per sequence: its padding mask, the causal mask and their combination (True = may attend)."""
+def mask_figure(lengths=(6, 4, 2), T: int = 6, causal: bool = True, first_index: int = 0):
+    """One row per sequence: its padding mask, the causal mask and their combination (True = may attend).
+
+    Rows are titled "sequence first_index", "sequence first_index + 1", ...: a figure of one row can stand for
+    any sequence of a batch (the flip book draws each row on its own)."""
     lengths = [int(n) for n in lengths]
     if not lengths or min(lengths) < 1 or max(lengths) > T:
         raise ValueError(f"lengths: expected values in [1, T={T}], got {lengths}")
@@ -125,7 +148,7 @@ def mask_figure(lengths=(6, 4, 2), T: int = 6, causal: bool = True):
             for i in range(T):
                 for j in range(T):
                     ax.text(j, i, "✓" if mask[b, i, j] else "·", ha="center", va="center", fontsize=8)
-            ax.set_title(f"sequence {b} (length {n}): {name}", fontsize=9)
+            ax.set_title(f"sequence {first_index + b} (length {n}): {name}", fontsize=9)
             ax.set_xlabel("key position")
             ax.set_ylabel("query position")
     fig.tight_layout()
@@ -143,23 +166,45 @@ def mask_widget():
     return _interactive(lambda first, second, causal: mask_figure((first, second), T=8, causal=causal), controls)
 
 
+def mask_flipbook(T: int = 8, lengths=(6, 3), dpi: int = 72):
+    """The masks widget's flip book: every length from 1 to T for both sequences, causal mask on and off; it
+    opens at `lengths`, causal.
+
+    Each sequence's row depends on its own length only, so the rows are drawn apart, as two panels: 2 x 2T
+    drawings cover all (T x T x 2) settings."""
+    first, second = lengths
+    choices = tuple(range(1, T + 1))
+    controls = [Control("first", "length 0", choices, default=first),
+                Control("second", "length 1", choices, default=second),
+                Control("causal", "causal", (False, True), default=True, kind="checkbox", shown=("off", "on"))]
+    alt = "padding, causal and combined masks of sequence {} as grids of ticks, one tick per key a query may see"
+    panels = [Panel(lambda first, causal: mask_figure((first,), T=T, causal=causal, first_index=0),
+                    ("first", "causal"), alt.format(0)),
+              Panel(lambda second, causal: mask_figure((second,), T=T, causal=causal, first_index=1),
+                    ("second", "causal"), alt.format(1))]
+    # eight colours: greens, white and the black of the text are all a mask figure draws
+    return FlipBook(None, controls, panels=panels, figure=lambda: mask_figure(lengths, T=T, causal=True), dpi=dpi,
+                    colours=8, name="mask_figure", alt="padding, causal and combined masks of two sequences")
+
+
 # --- positional encodings -----------------------------------------------------------------------------------
 
 def positional_figure(max_len: int = 64, d_model: int = 64, position: int = 10):
-    """Left: the sinusoidal table PE (positions x dimensions). Right: PE(position) . PE(p) for every p."""
+    """Left: the sinusoidal table PE (positions x dimensions). Right: PE_position . PE_pos for every position pos,
+    divided by D/2 so that it is 1 at pos = position."""
     from ..numpy.positional import sinusoidal_encoding
 
     if not 0 <= position < max_len:
         raise ValueError(f"position: expected a value in [0, max_len={max_len}), got {position}")
     pe = sinusoidal_encoding(max_len, d_model)                     # (max_len, D)
-    similarity = pe @ pe[position] / (d_model / 2)                 # (max_len,): 1 at p = position
+    similarity = pe @ pe[position] / (d_model / 2)                 # (max_len,): 1 at pos = position
     fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.4), gridspec_kw={"width_ratios": [1.3, 1]})
     plot_positional_heatmap(pe, ax=left, title=f"PE for d_model={d_model}")  # the heat map of chapter 6
     left.axhline(position, color="black", lw=0.8)
     right.plot(np.arange(max_len), similarity, "-", color="#1f77b4")
     right.axvline(position, color="black", lw=0.8)
-    right.set_xlabel("position p")
-    right.set_ylabel("PE(pos) · PE(p) / (d_model/2)")
+    right.set_xlabel("position $pos$")   # p is a probability in the book's notation
+    right.set_ylabel(f"$PE_{{{position}}} \\cdot PE_{{pos}}\\,/\\,(D/2)$")
     right.set_title(f"similarity to position {position}")
     fig.tight_layout()
     return fig
@@ -173,6 +218,16 @@ def positional_widget():
         "position": widgets.IntSlider(value=10, min=0, max=63, description="position"),
     }
     return _interactive(lambda d_model, position: positional_figure(64, d_model, position), controls)
+
+
+def positional_flipbook(d_models=(16, 64, 256), positions=(0, 5, 10, 20, 40, 63), dpi: int = 72):
+    """The positional widget's flip book: the table and the similarity curve for the widths and positions given."""
+    controls = [Control("d_model", "d<sub>model</sub>", tuple(d_models), default=64),
+                Control("position", "position", tuple(positions), default=10)]
+    return FlipBook(lambda d_model, position: positional_figure(64, d_model, position), controls, dpi=dpi,
+                    colours=32, name="positional_figure",
+                    alt="heat map of sine and cosine stripes whose wavelength grows with the dimension, with one "
+                        "position marked, and the similarity of that position to every other one")
 
 
 # --- the warm-up schedule -----------------------------------------------------------------------------------
@@ -207,7 +262,32 @@ def warmup_widget():
     return _interactive(lambda d_model, warmup, factor: warmup_figure(d_model, warmup, 20000, factor), controls)
 
 
+def warmup_flipbook(d_models=(512, 1024), warmups=(1000, 2000, 4000, 8000), factors=(0.5, 1.0, 2.0),
+                    dpi: int = 72):
+    """The warm-up widget's flip book: the schedule for every width, warm-up length and factor given."""
+    controls = [Control("d_model", "d<sub>model</sub>", tuple(d_models), default=512),
+                Control("warmup", "warmup", tuple(warmups), default=4000),
+                Control("factor", "factor", tuple(factors), default=1.0)]
+    return FlipBook(lambda d_model, warmup, factor: warmup_figure(d_model, warmup, 20000, factor), controls,
+                    dpi=dpi, colours=16, name="warmup_figure",
+                    alt="a learning-rate curve rising linearly to its peak at the end of the warm-up and decaying "
+                        "afterwards, with the paper's curve dashed for comparison")
+
+
 # --- attention explorer for the shipped trained model -------------------------------------------------------
+
+# The model's names for its three kinds of attention, and how the book calls them.
+ATTENTION_KINDS = {"decoder_cross": "cross-attention", "encoder": "encoder self-attention",
+                   "decoder_self": "decoder self-attention"}
+
+
+def _default_model(model, src_vocab, tgt_vocab):
+    if model is None:
+        from ..training.checkpoint import load_pretrained
+
+        return load_pretrained("numbers-en-fr")
+    return model, src_vocab, tgt_vocab
+
 
 def translate_with_weights(model, src_vocab, tgt_vocab, sentence: str):
     """Greedy translation of one sentence, then one teacher-forced pass over it to collect every weight map:
@@ -227,17 +307,11 @@ def translate_with_weights(model, src_vocab, tgt_vocab, sentence: str):
     return tgt_vocab.decode(out_ids), src_tokens, tgt_tokens, weights
 
 
-def attention_explorer_figure(model, src_vocab, tgt_vocab, sentence: str, kind: str = "decoder_cross",
-                              layer: int = 1, head: int = 1):
-    """The weight map of one head of one layer of the trained model on `sentence`, titled with its output.
-
-    Layers and heads are numbered from 1, as on every page of the book. Decoder rows are labelled by the token
-    written at that step; the columns of the decoder's self-attention by the tokens read (<bos> first).
-    """
-    kinds = ("encoder", "decoder_self", "decoder_cross")
-    if kind not in kinds:
-        raise ValueError(f"kind: expected one of {kinds}, got {kind!r}")
-    translation, src_tokens, tgt_tokens, weights = translate_with_weights(model, src_vocab, tgt_vocab, sentence)
+def _explorer_figure(sentence: str, translated, kind: str, layer: int, head: int):
+    """The map of one head, from translate_with_weights' result (the flip book translates each sentence once)."""
+    if kind not in ATTENTION_KINDS:
+        raise ValueError(f"kind: expected one of {tuple(ATTENTION_KINDS)}, got {kind!r}")
+    translation, src_tokens, tgt_tokens, weights = translated
     layers = weights[kind]
     if not 1 <= layer <= len(layers):
         raise ValueError(f"layer: expected a value from 1 to {len(layers)}, got {layer}")
@@ -249,32 +323,157 @@ def attention_explorer_figure(model, src_vocab, tgt_vocab, sentence: str, kind: 
     keys = {"encoder": src_tokens, "decoder_cross": src_tokens, "decoder_self": read}[kind]
     queries = src_tokens if kind == "encoder" else tgt_tokens
     fig, ax = plt.subplots(figsize=(0.42 * len(keys) + 3.0, 0.42 * len(queries) + 1.8))
-    plot_attention(matrix, keys, queries, ax=ax, title=f"{kind}, layer {layer}, head {head}")
-    if kind != "encoder":  # decoder row t reads the tokens before t and writes token t: label it by that
-        ax.set_ylabel("token written")
+    plot_attention(matrix, keys, queries, ax=ax, title=f"{ATTENTION_KINDS[kind]}, layer {layer}, head {head}")
+    if kind != "encoder":  # decoder row t reads the tokens before t and writes word t: label it by that
+        ax.set_ylabel("word written")
         ax.set_xlabel("source token read" if kind == "decoder_cross" else "token read")
     fig.suptitle(f"“{sentence}” → “{translation}”", fontsize=10)
     fig.tight_layout()
     return fig
 
 
+def attention_explorer_figure(model, src_vocab, tgt_vocab, sentence: str, kind: str = "decoder_cross",
+                              layer: int = 1, head: int = 1):
+    """The weight map of one head of one layer of the trained model on `sentence`, titled with its output.
+
+    kind: "decoder_cross", "encoder" or "decoder_self" (the keys of ATTENTION_KINDS; the title uses the book's
+    names). Layers and heads are numbered from 1, as on every page of the book. Decoder rows are labelled by the
+    word written at that step; the columns of the decoder's self-attention by the tokens read (<bos> first).
+    """
+    if kind not in ATTENTION_KINDS:
+        raise ValueError(f"kind: expected one of {tuple(ATTENTION_KINDS)}, got {kind!r}")
+    return _explorer_figure(sentence, translate_with_weights(model, src_vocab, tgt_vocab, sentence), kind, layer,
+                            head)
+
+
 def attention_explorer(model=None, src_vocab=None, tgt_vocab=None, sentence: str = "three hundred and forty-two"):
     """Type a source, pick layer, head and kind of attention; defaults to the shipped numbers-en-fr model."""
     import ipywidgets as widgets
 
-    if model is None:
-        from ..training.checkpoint import load_pretrained
-
-        model, src_vocab, tgt_vocab = load_pretrained("numbers-en-fr")
+    model, src_vocab, tgt_vocab = _default_model(model, src_vocab, tgt_vocab)
     n_layers = max(model.config.n_encoder_layers, model.config.n_decoder_layers)
+    by_name = {name: kind for kind, name in ATTENTION_KINDS.items()}
     controls = {
         "sentence": widgets.Text(value=sentence, description="source", continuous_update=False),
-        "kind": widgets.Dropdown(options=["decoder_cross", "encoder", "decoder_self"], description="attention"),
+        # the book's names as options (plain strings: ipywidgets 7.7 and 8 treat them alike)
+        "kind": widgets.Dropdown(options=list(by_name), description="attention"),
         "layer": widgets.IntSlider(value=1, min=1, max=n_layers, description="layer"),
         "head": widgets.IntSlider(value=1, min=1, max=model.config.n_heads, description="head"),
     }
 
     def draw(sentence, kind, layer, head):
-        return attention_explorer_figure(model, src_vocab, tgt_vocab, sentence, kind, layer, head)
+        return attention_explorer_figure(model, src_vocab, tgt_vocab, sentence, by_name[kind], layer, head)
 
     return _interactive(draw, controls)
+
+
+def attention_explorer_flipbook(model=None, src_vocab=None, tgt_vocab=None,
+                                sentences=("three hundred and ninety-seven", "seventy-eight"),
+                                kind: str = "decoder_cross", layer: int = 1, head: int = 1, dpi: int = 72):
+    """The explorer's flip book: every kind of attention, layer and head for each sentence given (a drop-down
+    of sentences stands in for the text box). kind, layer and head: the drawing shown first."""
+    model, src_vocab, tgt_vocab = _default_model(model, src_vocab, tgt_vocab)
+    translated = {s: translate_with_weights(model, src_vocab, tgt_vocab, s) for s in sentences}  # once each
+    n_layers = max(model.config.n_encoder_layers, model.config.n_decoder_layers)
+    controls = [Control("sentence", "source", tuple(sentences), default=sentences[0], kind="select"),
+                Control("kind", "attention", tuple(ATTENTION_KINDS), default=kind, kind="select",
+                        shown=tuple(ATTENTION_KINDS.values())),
+                Control("layer", "layer", tuple(range(1, n_layers + 1)), default=layer),
+                Control("head", "head", tuple(range(1, model.config.n_heads + 1)), default=head)]
+    return FlipBook(lambda sentence, kind, layer, head: _explorer_figure(sentence, translated[sentence], kind,
+                                                                         layer, head),
+                    controls, dpi=dpi, colours=16, name="attention_explorer_figure",
+                    alt="attention map of one head of the shipped model, rows the queries and columns the keys")
+
+
+# --- decoding: temperature, top-k and top-p -----------------------------------------------------------------
+
+def next_word_logits(model, src_vocab, tgt_vocab, sentence: str, step: int):
+    """The model's logits for word `step` (from 0) of its greedy translation of `sentence`, given the words
+    before it: (logits (V,), the text written before it, the whole greedy translation)."""
+    from .._optional import torch
+    from ..data.vocab import BOS_ID
+    from ..torch.decoding import greedy_decode
+
+    src = torch.tensor([src_vocab.encode(sentence)])               # (1, S)
+    with torch.no_grad():
+        out = greedy_decode(model, src)                            # (1, L), ends with <eos>
+        if not 0 <= step < out.shape[1]:
+            raise ValueError(f"step: expected a value from 0 to {out.shape[1] - 1}, got {step}")
+        tgt_in = torch.cat([torch.full((1, 1), BOS_ID), out[:, :step]], dim=1)   # (1, step + 1): <bos> first
+        logits = model(src, tgt_in)[0, -1]                         # (V,)
+    return logits, tgt_vocab.decode(out[0, :step].tolist()), tgt_vocab.decode(out[0].tolist())
+
+
+def _decoding_figure(sentence: str, logits, before, tgt_vocab, temperature: float, top_k: int | None,
+                     top_p: float | None, n_shown: int):
+    from ..torch.decoding import sampling_probs
+
+    V = logits.shape[-1]
+    top_k = None if top_k is None or top_k >= V else top_k         # k_top = V keeps every word: no limit
+    top_p = None if top_p is None or top_p >= 1 else top_p         # p_top = 1 keeps every word: no limit
+    model_p = sampling_probs(logits).numpy()                       # (V,): tau = 1, no limits
+    shaped = sampling_probs(logits, temperature, top_k, top_p).numpy()  # (V,)
+    order = np.argsort(-model_p, kind="stable")[:n_shown]          # (n_shown,): the model's most probable first
+    words = [tgt_vocab.id_to_token(int(i)) for i in order]
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    ax.bar(range(n_shown), shaped[order], color="#1f77b4", label="distribution sampled from")
+    ax.plot(range(n_shown), model_p[order], "_", color="black", ms=18, mew=2, label="the model's (τ = 1)")
+    ax.set_xticks(range(n_shown), words, rotation=45, ha="right")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("probability of the next word")
+    ax.legend(loc="upper right")
+    k_text = "off" if top_k is None else top_k
+    p_text = "off" if top_p is None else f"{top_p:g}"
+    ax.set_title(f"τ = {temperature:g}, k_top = {k_text}, p_top = {p_text}: "
+                 f"{int((shaped > 0).sum())} of {V} words possible", fontsize=10)
+    fig.suptitle(f"“{sentence}”: the word after “{before or '<bos>'}”", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def decoding_figure(model, src_vocab, tgt_vocab, sentence: str = "three hundred and ninety-seven", step: int = 0,
+                    temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
+                    n_shown: int = 10):
+    """The distribution sampling draws word `step` from (chapter 8's sampling_probs), as bars over the n_shown
+    words the model finds most probable, with the model's own probabilities (tau = 1, no limits) as ticks.
+
+    top_k None (or the vocabulary size) and top_p None (or 1) mean no limit."""
+    logits, before, _ = next_word_logits(model, src_vocab, tgt_vocab, sentence, step)
+    return _decoding_figure(sentence, logits, before, tgt_vocab, temperature, top_k, top_p, n_shown)
+
+
+def decoding_widget(model=None, src_vocab=None, tgt_vocab=None, sentence: str = "three hundred and ninety-seven",
+                    step: int = 0):
+    """Temperature, k_top and p_top on the shipped model's next-word distribution for one source and step."""
+    import ipywidgets as widgets
+
+    model, src_vocab, tgt_vocab = _default_model(model, src_vocab, tgt_vocab)
+    logits, before, _ = next_word_logits(model, src_vocab, tgt_vocab, sentence, step)  # the model runs once
+    V = logits.shape[-1]
+    controls = {
+        "temperature": widgets.FloatLogSlider(value=1.0, base=2, min=-2, max=3, step=0.5, description="τ"),
+        "top_k": widgets.IntSlider(value=V, min=1, max=V, description="k_top"),          # V: no limit
+        "top_p": widgets.FloatSlider(value=1.0, min=0.05, max=1.0, step=0.05, description="p_top"),  # 1: none
+    }
+    return _interactive(lambda temperature, top_k, top_p: _decoding_figure(sentence, logits, before, tgt_vocab,
+                                                                           temperature, top_k, top_p, 10),
+                        controls)
+
+
+def decoding_flipbook(model=None, src_vocab=None, tgt_vocab=None, sentence: str = "three hundred and ninety-seven",
+                      step: int = 0, temperatures=(0.5, 1.0, 2.0, 4.0), top_ks=(1, 3, None), top_ps=(0.5, 0.9, None),
+                      dpi: int = 72):
+    """The decoding widget's flip book: every temperature, k_top and p_top given (None: no limit)."""
+    model, src_vocab, tgt_vocab = _default_model(model, src_vocab, tgt_vocab)
+    logits, before, _ = next_word_logits(model, src_vocab, tgt_vocab, sentence, step)
+    controls = [Control("temperature", "temperature τ", tuple(temperatures), default=1.0),
+                Control("top_k", "k<sub>top</sub>", tuple(top_ks), default=None,
+                        shown=tuple("off" if k is None else str(k) for k in top_ks)),
+                Control("top_p", "p<sub>top</sub>", tuple(top_ps), default=None,
+                        shown=tuple("off" if p is None else f"{p:g}" for p in top_ps))]
+    return FlipBook(lambda temperature, top_k, top_p: _decoding_figure(sentence, logits, before, tgt_vocab,
+                                                                       temperature, top_k, top_p, 10),
+                    controls, dpi=dpi, colours=16, name="decoding_figure",
+                    alt="bar chart of the probabilities of the ten words the model finds most likely next, "
+                        "after temperature, top-k and top-p, with the model's own probabilities as ticks")
