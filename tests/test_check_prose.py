@@ -93,3 +93,19 @@ def test_markdown_pages_are_checked(tmp_path):
 def test_every_cited_constant_names_its_source():
     for figure, source in check_prose.CITED.items():
         assert float(figure) >= 0 and len(source) > 15 and any(ch.isdigit() for ch in source), (figure, source)
+
+
+def test_digits_inside_an_embedded_image_are_not_evidence(tmp_path):
+    """An HTML output with a base64 image (a flip book of appendix D) holds many digits; they must not back a
+    figure that the page never printed."""
+    path = _notebook(tmp_path, "That is 48% of the strings.", "accuracy 0.933\n")
+    nb = json.loads(path.read_text())
+    image = '<img src="data:image/png;base64,iVBORw0KGgo 48 AAAA48+/48==">'.replace(" ", "")
+    nb["cells"][1]["outputs"].append({"output_type": "display_data", "metadata": {},
+                                      "data": {"text/html": image, "text/plain": "<FlipBook>"}})
+    path.write_text(json.dumps(nb))
+    problems = check_prose.check_page(path)
+    assert len(problems) == 1 and "'48%'" in problems[0]
+    nb["cells"][1]["outputs"][-1]["data"]["text/html"] = "<p>48 of them</p>"   # shown as text, it is evidence
+    path.write_text(json.dumps(nb))
+    assert check_prose.check_page(path) == []

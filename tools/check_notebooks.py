@@ -45,13 +45,18 @@ def colab_cell_source(url: str) -> str:
     )
 
 
+DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
+
+
 def _output_texts(cell):
+    """A cell's printed and displayed text; embedded images (base64 data URIs in HTML) left out, since their
+    digits are not figures."""
     for out in cell.get("outputs", []):
         if "text" in out:
             yield "".join(out["text"]) if isinstance(out["text"], list) else out["text"]
         for mime, value in out.get("data", {}).items():
             if mime.startswith("text/"):
-                yield "".join(value) if isinstance(value, list) else value
+                yield DATA_URI.sub("", "".join(value) if isinstance(value, list) else value)
         if out.get("output_type") == "error":
             yield "\n".join(out.get("traceback", []))
 
