@@ -46,6 +46,9 @@ def test_softmax_scaling_figure_shows_saturation_without_scaling():
     # at large d_k raw dot products saturate (one key takes almost everything); scaled ones do not
     assert raw[-1] > 0.9 and scaled[-1] < 0.6
     assert _close(fig)
+    # the right panel has a generator of its own: the left panel's controls never change it
+    other = w.softmax_scaling_figure(d_k=1, scale=True, seed=5)
+    assert np.array_equal(other.axes[1].lines[0].get_ydata(), scaled) and _close(other)
     with pytest.raises(ValueError, match="temperature > 0"):
         w.softmax_scaling_figure(temperature=0)
 
@@ -55,7 +58,10 @@ def test_mask_figure_marks_padding_and_future_positions():
     combined = fig.axes[2].images[0].get_array()
     expected = np.tril(np.ones((4, 4), dtype=bool)) & (np.arange(4) < 3)[None, :]
     assert np.array_equal(np.asarray(combined, dtype=bool), expected)
+    assert fig.axes[0].get_title().startswith("sequence 1 ")     # numbered from 1, as in the book
     assert _close(fig)
+    fig = w.mask_figure(lengths=(3,), T=4, causal=False)
+    assert fig.axes[1].get_title().endswith("causal (off)") and _close(fig)
     with pytest.raises(ValueError, match="lengths: expected values in"):
         w.mask_figure(lengths=(5,), T=4)
 
@@ -241,7 +247,7 @@ def test_the_mask_flip_book_covers_every_length_with_one_panel_per_sequence():
     book = w.mask_flipbook(T=3, lengths=(3, 2), dpi=30)
     assert book.n_settings == 3 * 3 * 2 and [len(table) for table in book.index] == [6, 6]
     assert book.frame(0, first=2, causal=False) != book.frame(0, first=3, causal=False)
-    assert book.frame(1, second=2) != book.frame(0, first=2)             # titled sequence 1, not sequence 0
+    assert book.frame(1, second=2) != book.frame(0, first=2)             # titled sequence 2, not sequence 1
     plt.close("all")
 
 

@@ -130,7 +130,7 @@ class FlipBook:
     """
 
     def __init__(self, draw: Callable | None, controls: Sequence[Control], *, alt: str,
-                 panels: Sequence[Panel] | None = None, figure: Callable | None = None, dpi: int = 72,
+                 panels: Sequence[Panel] | None = None, figure: Callable | None = None, dpi: int = 78,
                  colours: int = 16, figure_dpi: int = 100, name: str = "figure"):
         self.controls = list(controls)
         names = [c.name for c in self.controls]

@@ -19,6 +19,8 @@ widget's default setting (and carries a PNG of it for the slides).
 """
 from __future__ import annotations
 
+import functools
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -28,7 +30,8 @@ from .attention import plot_attention
 from .flipbook import Control, FlipBook, Panel
 from .positional import plot_positional_heatmap
 
-__all__ = ["translate_with_weights", "softmax_scaling_figure", "softmax_scaling_widget", "softmax_scaling_flipbook",
+__all__ = ["translate_with_weights", "SATURATION_DIMS", "saturation_curves",
+           "softmax_scaling_figure", "softmax_scaling_widget", "softmax_scaling_flipbook",
            "mask_figure", "mask_widget", "mask_flipbook", "positional_figure", "positional_widget",
            "positional_flipbook", "warmup_figure", "warmup_widget", "warmup_flipbook", "ATTENTION_KINDS",
            "attention_explorer_figure", "attention_explorer", "attention_explorer_flipbook", "next_word_logits",
@@ -57,9 +60,33 @@ def _interactive(draw, controls: dict):
 
 # --- softmax temperature and sqrt(d_k) scaling ------------------------------------------------------------
 
+SATURATION_DIMS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)   # the d_k of the right panel of the softmax figure
+
+
+@functools.lru_cache(maxsize=64)
+def saturation_curves(n_keys: int = 8, temperature: float = 1.0, n_trials: int = 2000, seed: int = 1):
+    """The mean largest softmax weight against d_k (SATURATION_DIMS), scores divided by sqrt(d_k) or not.
+
+    Each of the n_trials draws its own query and its own n_keys keys, from a generator of its own (`seed`): the
+    curves depend on n_keys and the temperature only, never on what the left panel of the figure drew.
+    Returns (scaled, raw), each a tuple of len(SATURATION_DIMS) means."""
+    rng = np.random.default_rng(seed)
+    peak = {True: [], False: []}
+    for d in SATURATION_DIMS:
+        qs = rng.standard_normal((n_trials, 1, d))                 # (N, 1, d): one query per trial
+        ks = rng.standard_normal((n_trials, n_keys, d))            # (N, n_keys, d): its own keys per trial
+        s = (ks * qs).sum(-1)                                      # (N, n_keys): variance d
+        for scaled in (True, False):
+            w = softmax(s / (np.sqrt(d) if scaled else 1.0) / temperature, axis=-1)  # (N, n_keys)
+            peak[scaled].append(float(w.max(-1).mean()))
+    return tuple(peak[True]), tuple(peak[False])
+
+
 def softmax_scaling_figure(d_k: int = 64, temperature: float = 1.0, scale: bool = True, n_keys: int = 8,
                            seed: int = 0):
-    """Left: weights of one query over n_keys random keys. Right: max weight against d_k, scaled or not."""
+    """Left: weights of one query over n_keys random keys (drawn with `seed`). Right: the mean largest weight
+    against d_k, scaled or not, averaged over many queries and key sets (saturation_curves: a seed of its own,
+    so the right panel moves with the temperature only)."""
     if d_k < 1 or n_keys < 2 or temperature <= 0:
         raise ValueError(f"d_k >= 1, n_keys >= 2, temperature > 0 expected; got {d_k}, {n_keys}, {temperature}")
     rng = np.random.default_rng(seed)
@@ -69,15 +96,9 @@ def softmax_scaling_figure(d_k: int = 64, temperature: float = 1.0, scale: bool 
     divisor = np.sqrt(d_k) if scale else 1.0
     weights = softmax(scores / divisor / temperature)              # (n_keys,)
 
-    dims = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
-    peak = {True: [], False: []}
-    for d in dims:                                                 # average over 200 random queries per d
-        qs = rng.standard_normal((200, d))                         # (200, d)
-        ks = rng.standard_normal((n_keys, d))                      # (n_keys, d)
-        s = qs @ ks.T                                              # (200, n_keys)
-        for scaled in (True, False):
-            w = softmax(s / (np.sqrt(d) if scaled else 1.0) / temperature, axis=-1)  # (200, n_keys)
-            peak[scaled].append(w.max(-1).mean())
+    dims = np.array(SATURATION_DIMS)
+    scaled_curve, raw_curve = saturation_curves(n_keys, float(temperature))
+    peak = {True: scaled_curve, False: raw_curve}
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
     left.bar(range(n_keys), weights, color="#1f77b4")
@@ -111,7 +132,7 @@ def softmax_scaling_widget():
     return _interactive(softmax_scaling_figure, controls)
 
 
-def softmax_scaling_flipbook(d_ks=(1, 16, 64, 256), temperatures=(0.25, 1.0, 4.0, 16.0), dpi: int = 72):
+def softmax_scaling_flipbook(d_ks=(1, 16, 64, 256), temperatures=(0.25, 1.0, 4.0, 16.0), dpi: int = 78):
     """The softmax widget's flip book: its figure for every d_k, temperature and scaling given."""
     controls = [Control("d_k", "d<sub>k</sub>", tuple(d_ks), default=64),
                 Control("temperature", "temperature τ", tuple(temperatures), default=1.0),
@@ -124,19 +145,20 @@ def softmax_scaling_flipbook(d_ks=(1, 16, 64, 256), temperatures=(0.25, 1.0, 4.0
 
 # --- masks --------------------------------------------------------------------------------------------------
 
-def mask_figure(lengths=(6, 4, 2), T: int = 6, causal: bool = True, first_index: int = 0):
+def mask_figure(lengths=(6, 4, 2), T: int = 6, causal: bool = True, first_index: int = 1):
     """One row per sequence: its padding mask, the causal mask and their combination (True = may attend).
 
-    Rows are titled "sequence first_index", "sequence first_index + 1", ...: a figure of one row can stand for
-    any sequence of a batch (the flip book draws each row on its own)."""
+    Rows are titled "sequence first_index", "sequence first_index + 1", ...: numbered from 1 as in the book, and a
+    figure of one row can stand for any sequence of a batch (the flip book draws each row on its own). With
+    causal False the middle panel lets every query see every key and is titled "causal (off)"."""
     lengths = [int(n) for n in lengths]
     if not lengths or min(lengths) < 1 or max(lengths) > T:
         raise ValueError(f"lengths: expected values in [1, T={T}], got {lengths}")
     padding = np.broadcast_to(lengths_to_mask(np.array(lengths), T), (len(lengths), T, T))  # (B, T, T)
     causal_part = causal_mask(T) if causal else None                                       # (1, T, T)
     combined = combine_masks(padding, causal_part)                                         # (B, T, T)
-    panels = [("padding", padding), ("causal", np.broadcast_to(causal_mask(T), padding.shape) if causal
-                                     else np.ones_like(padding)), ("combined", combined)]
+    middle = np.broadcast_to(causal_mask(T), padding.shape) if causal else np.ones_like(padding)  # (B, T, T)
+    panels = [("padding", padding), ("causal" if causal else "causal (off)", middle), ("combined", combined)]
     fig, axes = plt.subplots(len(lengths), 3, figsize=(7.5, 2.3 * len(lengths)), squeeze=False)
     for b, n in enumerate(lengths):
         for c, (name, mask) in enumerate(panels):
@@ -159,14 +181,14 @@ def mask_widget():
     import ipywidgets as widgets
 
     controls = {
-        "first": widgets.IntSlider(value=6, min=1, max=8, description="length 0"),
-        "second": widgets.IntSlider(value=3, min=1, max=8, description="length 1"),
+        "first": widgets.IntSlider(value=6, min=1, max=8, description="length 1"),
+        "second": widgets.IntSlider(value=3, min=1, max=8, description="length 2"),
         "causal": widgets.Checkbox(value=True, description="causal"),
     }
     return _interactive(lambda first, second, causal: mask_figure((first, second), T=8, causal=causal), controls)
 
 
-def mask_flipbook(T: int = 8, lengths=(6, 3), dpi: int = 72):
+def mask_flipbook(T: int = 8, lengths=(6, 3), dpi: int = 78):
     """The masks widget's flip book: every length from 1 to T for both sequences, causal mask on and off; it
     opens at `lengths`, causal.
 
@@ -174,14 +196,14 @@ def mask_flipbook(T: int = 8, lengths=(6, 3), dpi: int = 72):
     drawings cover all (T x T x 2) settings."""
     first, second = lengths
     choices = tuple(range(1, T + 1))
-    controls = [Control("first", "length 0", choices, default=first),
-                Control("second", "length 1", choices, default=second),
+    controls = [Control("first", "length 1", choices, default=first),
+                Control("second", "length 2", choices, default=second),
                 Control("causal", "causal", (False, True), default=True, kind="checkbox", shown=("off", "on"))]
     alt = "padding, causal and combined masks of sequence {} as grids of ticks, one tick per key a query may see"
-    panels = [Panel(lambda first, causal: mask_figure((first,), T=T, causal=causal, first_index=0),
-                    ("first", "causal"), alt.format(0)),
-              Panel(lambda second, causal: mask_figure((second,), T=T, causal=causal, first_index=1),
-                    ("second", "causal"), alt.format(1))]
+    panels = [Panel(lambda first, causal: mask_figure((first,), T=T, causal=causal, first_index=1),
+                    ("first", "causal"), alt.format(1)),
+              Panel(lambda second, causal: mask_figure((second,), T=T, causal=causal, first_index=2),
+                    ("second", "causal"), alt.format(2))]
     # eight colours: greens, white and the black of the text are all a mask figure draws
     return FlipBook(None, controls, panels=panels, figure=lambda: mask_figure(lengths, T=T, causal=True), dpi=dpi,
                     colours=8, name="mask_figure", alt="padding, causal and combined masks of two sequences")
@@ -200,6 +222,7 @@ def positional_figure(max_len: int = 64, d_model: int = 64, position: int = 10):
     similarity = pe @ pe[position] / (d_model / 2)                 # (max_len,): 1 at pos = position
     fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.4), gridspec_kw={"width_ratios": [1.3, 1]})
     plot_positional_heatmap(pe, ax=left, title=f"PE for d_model={d_model}")  # the heat map of chapter 6
+    left.set_xlabel("column")   # j is a key position in the book's notation
     left.axhline(position, color="black", lw=0.8)
     right.plot(np.arange(max_len), similarity, "-", color="#1f77b4")
     right.axvline(position, color="black", lw=0.8)
@@ -220,7 +243,7 @@ def positional_widget():
     return _interactive(lambda d_model, position: positional_figure(64, d_model, position), controls)
 
 
-def positional_flipbook(d_models=(16, 64, 256), positions=(0, 5, 10, 20, 40, 63), dpi: int = 72):
+def positional_flipbook(d_models=(16, 64, 256), positions=(0, 5, 10, 20, 40, 63), dpi: int = 78):
     """The positional widget's flip book: the table and the similarity curve for the widths and positions given."""
     controls = [Control("d_model", "d<sub>model</sub>", tuple(d_models), default=64),
                 Control("position", "position", tuple(positions), default=10)]
@@ -263,7 +286,7 @@ def warmup_widget():
 
 
 def warmup_flipbook(d_models=(512, 1024), warmups=(1000, 2000, 4000, 8000), factors=(0.5, 1.0, 2.0),
-                    dpi: int = 72):
+                    dpi: int = 78):
     """The warm-up widget's flip book: the schedule for every width, warm-up length and factor given."""
     controls = [Control("d_model", "d<sub>model</sub>", tuple(d_models), default=512),
                 Control("warmup", "warmup", tuple(warmups), default=4000),
@@ -369,7 +392,7 @@ def attention_explorer(model=None, src_vocab=None, tgt_vocab=None, sentence: str
 
 def attention_explorer_flipbook(model=None, src_vocab=None, tgt_vocab=None,
                                 sentences=("three hundred and ninety-seven", "seventy-eight"),
-                                kind: str = "decoder_cross", layer: int = 1, head: int = 1, dpi: int = 72):
+                                kind: str = "decoder_cross", layer: int = 1, head: int = 1, dpi: int = 78):
     """The explorer's flip book: every kind of attention, layer and head for each sentence given (a drop-down
     of sentences stands in for the text box). kind, layer and head: the drawing shown first."""
     model, src_vocab, tgt_vocab = _default_model(model, src_vocab, tgt_vocab)
@@ -463,7 +486,7 @@ def decoding_widget(model=None, src_vocab=None, tgt_vocab=None, sentence: str = 
 
 def decoding_flipbook(model=None, src_vocab=None, tgt_vocab=None, sentence: str = "three hundred and ninety-seven",
                       step: int = 0, temperatures=(0.5, 1.0, 2.0, 4.0), top_ks=(1, 3, None), top_ps=(0.5, 0.9, None),
-                      dpi: int = 72):
+                      dpi: int = 78):
     """The decoding widget's flip book: every temperature, k_top and p_top given (None: no limit)."""
     model, src_vocab, tgt_vocab = _default_model(model, src_vocab, tgt_vocab)
     logits, before, _ = next_word_logits(model, src_vocab, tgt_vocab, sentence, step)
