@@ -94,6 +94,26 @@ def test_every_page_states_the_licence():
     assert not missing, f"pages without the licence in their footer: {missing}"
 
 
+def test_an_exercise_has_the_same_name_on_the_website_and_in_its_colab_copy():
+    """Sphinx numbers exercises across the book; tools/course_solutions.py renumbers them per page, as the
+    notebooks do ("Exercise 3.6", "Exercise D.2")."""
+    if not (HTML / "index.html").exists():
+        pytest.skip("the site is not built (python3 tools/run.py test builds it first)")
+    pages = 0
+    for copy in sorted((ROOT / "colab").glob("*.ipynb")):
+        cells = json.loads(copy.read_text())["cells"]
+        in_notebook = [m for c in cells if c["cell_type"] == "markdown"
+                       for m in re.findall(r"^#### (Exercise [A-Z0-9]+\.\d+)", "".join(c["source"]), re.M)]
+        page = (HTML / "book" / copy.with_suffix(".html").name).read_text()
+        on_website = re.findall(r'<p class="admonition-title"><span class="caption-number">(Exercise [^<]*?) </span>',
+                                page)
+        assert on_website == in_notebook, copy.name
+        pages += bool(in_notebook)
+    assert pages >= 10
+    guide = (HTML / "book" / "workshop_guide.html").read_text()
+    assert "Exercise 3.6" in guide and "Exercise D.1" in guide and "ex-03-" not in re.sub(r'href="[^"]*"', "", guide)
+
+
 # --- Appendix D's flip books: the widgets' kernel-free twins, moved in the browser --------------------------
 
 APPENDIX = "book/a4_widgets.html"

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -62,6 +63,19 @@ def toc_docnames(root: Path = ROOT) -> list[str]:
 def book_pages(root: Path = ROOT) -> list[Path]:
     """Every page of book/ with prose: the chapter notebooks and the markdown pages, sorted."""
     return sorted(p for p in (root / "book").glob("*") if p.suffix in (".ipynb", ".md"))
+
+
+def exercise_prefix(docname: str, title: str) -> str:
+    """What a page's exercises are numbered under: "6" for book/06_positional_encoding ("Exercise 6.2"), the
+    appendix letter for a page titled "Appendix D. ..." ("Exercise D.2"). The website, the notebooks, the slides
+    and the workshop guide all use it, so an exercise has one name everywhere."""
+    appendix = re.match(r"Appendix ([A-Z])\b", title.strip())
+    if appendix:
+        return appendix.group(1)
+    stem = Path(docname).name.split("_")[0]
+    if not stem.isdigit():
+        raise ValueError(f"{docname}: exercises need a numbered file name (06_...) or a title 'Appendix X. ...'")
+    return str(int(stem))
 
 
 def config_without_solutions(root: Path = ROOT) -> str:

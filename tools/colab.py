@@ -8,8 +8,9 @@ Colab renders CommonMark with MathJax, not MyST, so each chapter's Markdown is r
 - citations become "(Vaswani et al., 2017)" linked to the website's references page (book/references.bib);
 - cross-references ({numref}, {ref}, {eq}, {doc}) become links into the website (`html.baseurl` of
   _config.yml); a figure is "the figure above/below", since its number is given by the whole book;
-- exercises become headings numbered per chapter ("Exercise 6.2"), admonitions block quotes with a bold title,
-  figures and images Markdown images with their caption; maths stays `$...$` / `$$...$$`;
+- exercises become headings numbered per page as on the website ("Exercise 6.2", "Exercise D.2"),
+  admonitions block quotes with a bold title, figures and images Markdown images with their caption; maths
+  stays `$...$` / `$$...$$`;
 - glued values ({glue:text} and friends) are pasted from the chapter's stored outputs;
 - the caption of a figure made by a code cell (cell metadata `mystnb.figure.caption`) becomes a Markdown cell
   under it.
@@ -39,7 +40,7 @@ from myst_parser.parsers.mdit import create_md_parser
 from pybtex.database import parse_string
 from pybtex.richtext import Text
 
-from .book import ROOT, cell_source, load_config, site_baseurl, toc_docnames
+from .book import ROOT, cell_source, exercise_prefix, load_config, site_baseurl, toc_docnames
 from .course_colab import COLAB_DIR, colab_path, package_url, pin_install_cell, project_version
 
 GLUE_PREFIX_KEY = "mime_prefix"
@@ -140,12 +141,6 @@ def parse_bib(text: str) -> dict[str, tuple[str, str]]:
 
 # ------------------------------------------------------------------------------------------------ the index
 
-def chapter_prefix(docname: str) -> str:
-    """"book/06_positional_encoding" -> "6", "book/a1_backprop_by_hand" -> "A1" (exercise numbers)."""
-    stem = Path(docname).name.split("_")[0]
-    return stem.lstrip("0").upper() or stem
-
-
 def _figure_meta(cell) -> dict:
     return (cell.get("metadata", {}).get("mystnb") or {}).get("figure") or {}
 
@@ -167,9 +162,10 @@ def index_notebook(site: Site, docname: str, nb: dict) -> None:
                         site.labels.setdefault(options["name"], {"doc": docname, "kind": "figure", "cell": position})
                     if name in ("exercise", "exercise-start"):
                         exercise += 1
+                        prefix = exercise_prefix(docname, site.titles[docname])
                         if "label" in options:
                             site.labels[options["label"]] = {"doc": docname, "kind": "exercise", "cell": position,
-                                                             "text": f"Exercise {chapter_prefix(docname)}.{exercise}"}
+                                                             "text": f"Exercise {prefix}.{exercise}"}
                 elif token.type == "myst_target":
                     after = next((t.content.split("\n")[0] for t in tokens[i + 1:] if t.type == "inline"), "")
                     site.labels[token.content] = {"doc": docname, "kind": "target", "cell": position,
@@ -350,7 +346,8 @@ def _directive(ctx: Context, name: str, arg: str, options: dict, body: str) -> s
     if name in ("exercise", "exercise-start"):
         ctx.exercises += 1
         title = f": {convert_inline(arg, ctx)}" if arg else ""
-        heading = f"#### Exercise {chapter_prefix(ctx.docname)}.{ctx.exercises}{title}"
+        prefix = exercise_prefix(ctx.docname, ctx.site.titles[ctx.docname])
+        heading = f"#### Exercise {prefix}.{ctx.exercises}{title}"
         return heading + ("\n\n" + body if body.strip() else "")
     if name == "exercise-end":
         return ""

@@ -30,7 +30,7 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-from .book import cell_source
+from .book import cell_source, exercise_prefix
 from .colab import Context, Site, build_site, convert_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,7 +180,8 @@ def deck(notebook: Path, site: Site) -> tuple[str, str, int]:
                              f"(stored outputs missing? first line: {source.splitlines()[0]!r})")
     exercises = _exercises(cells)
     if exercises:
-        items = "\n".join(f"{number}. {first}" for number, first in enumerate(exercises, start=1))
+        prefix = exercise_prefix(context.docname, site.titles[context.docname])   # "Exercise 3.6", as everywhere
+        items = "\n".join(f"- **Exercise {prefix}.{k}.** {first}" for k, first in enumerate(exercises, start=1))
         slides.append(_section("Exercises", MARKDOWN.render(convert(items)), small=True))
     page = PAGE.format(title=html.escape(chapter_title), slides="\n".join(slides))
     return chapter_title, page, len(slides)
