@@ -1,5 +1,6 @@
-"""The Colab copies of the chapters (colab/, written by tools/colab.py): plain CommonMark, up to date, reached by
-every chapter page's Colab button, and with no solution left to run on *Runtime → Run all*."""
+"""The Colab copies of the chapters (colab/ and, without solutions, colab/student/, written by tools/colab.py):
+plain CommonMark, up to date, reached by every chapter page's Colab button (the student copies from the website
+without solutions), and with no solution left to run on *Runtime → Run all*."""
 from __future__ import annotations
 
 import json
@@ -20,6 +21,7 @@ from tools import book, colab, course_colab  # noqa: E402
 from tools.book import cell_source  # noqa: E402
 
 FIX = "run `python3 tools/run.py colab` and commit colab/"
+EDITIONS = {False: "with solutions", True: "student"}     # colab_path(docname, student)
 CHAPTERS = [docname for docname in book.toc_docnames() if (ROOT / f"{docname}.ipynb").exists()]
 # what MyST leaves in CommonMark's rendering when it is not converted
 _LEFTOVER_TEXT = re.compile(r"\{(cite|numref|ref|eq|doc|glue|term|download)[\w:-]*\}|^\([\w.:-]+\)=|:::|\{\{")
@@ -55,10 +57,11 @@ def test_the_leftover_check_sees_myst():
     assert myst_leftovers("$\\text{ref}$, $$\\frac{1}{{2}}$$ and `{cite}` in code") == []
 
 
-def test_colab_markdown_has_no_myst_left():
+@pytest.mark.parametrize("student", EDITIONS, ids=EDITIONS.values())
+def test_colab_markdown_has_no_myst_left(student):
     problems = []
     for docname in CHAPTERS:
-        path = ROOT / course_colab.colab_path(docname)
+        path = ROOT / course_colab.colab_path(docname, student)
         if not path.exists():
             problems.append(f"{path.name}: missing ({FIX})")
             continue
@@ -69,9 +72,10 @@ def test_colab_markdown_has_no_myst_left():
 
 
 def test_committed_colab_notebooks_are_up_to_date(tmp_path):
-    written = colab.write_colab_notebooks(tmp_path)
-    assert {p.name for p in written} == {p.name for p in (ROOT / colab.COLAB_DIR).glob("*.ipynb")}, FIX
-    stale = [p.name for p in written if p.read_bytes() != (ROOT / colab.COLAB_DIR / p.name).read_bytes()]
+    written = {p.relative_to(tmp_path) for p in colab.write_colab_copies(tmp_path)}
+    assert written == {p.relative_to(ROOT / colab.COLAB_DIR) for p in (ROOT / colab.COLAB_DIR).rglob("*.ipynb")}, FIX
+    assert len(written) == 2 * len(CHAPTERS)
+    stale = [str(p) for p in written if (tmp_path / p).read_bytes() != (ROOT / colab.COLAB_DIR / p).read_bytes()]
     assert not stale, f"stale Colab notebooks {stale}: {FIX}"
 
 
@@ -92,16 +96,18 @@ def _committed(paths: list[str]) -> set[str]:
     return set(result.stdout.split())
 
 
-def test_every_chapter_colab_button_opens_a_committed_copy():
+@pytest.mark.parametrize("student", EDITIONS, ids=EDITIONS.values())
+def test_every_chapter_colab_button_opens_a_committed_copy(student):
     config = book.load_config()
     assert "tools.course_colab" in config["sphinx"]["local_extensions"], "_config.yml must load tools/course_colab.py"
     assert course_colab.COLAB_DIR in config["exclude_patterns"], "the book build must skip colab/"
     branch = config["repository"]["branch"]
     targets = {}
     for docname in CHAPTERS:
-        url = course_colab.rewrite_colab_url(_theme_colab_url(docname), docname)
+        url = course_colab.rewrite_colab_url(_theme_colab_url(docname), docname, student)
         targets[docname] = url.split(f"/blob/{branch}/", 1)[1]
         assert targets[docname] != f"{docname}.ipynb", f"{docname}: the button still opens the chapter itself"
+        assert targets[docname].startswith("colab/student/") == student, targets[docname]
     committed = _committed(sorted(targets.values()))
     missing = {doc: path for doc, path in targets.items() if path not in committed}
     assert not missing, f"Colab buttons open notebooks that are not committed: {missing} ({FIX})"
@@ -162,6 +168,17 @@ def test_no_solution_runs_and_every_stub_and_check_stays(docname):
     assert "PACKAGE_URL" in copy_code[0], f"{docname}: the install cell must be the first code cell"
 
 
+@pytest.mark.parametrize("docname", CHAPTERS)
+def test_the_student_copy_is_the_copy_without_its_solutions(docname):
+    copy = _load(ROOT / course_colab.colab_path(docname))
+    student = _load(ROOT / course_colab.colab_path(docname, student=True))
+    code = [[cell_source(c) for c in nb["cells"] if c["cell_type"] == "code"] for nb in (copy, student)]
+    assert code[0] == code[1]           # the same stubs and checks, the same install cell
+    text = "\n".join(cell_source(c) for c in student["cells"] if c["cell_type"] == "markdown")
+    assert "<details>" not in text and "Solution to" not in text
+    assert ("<details>" in "\n".join(cell_source(c) for c in copy["cells"])) == ("#### Exercise" in text)
+
+
 # ------------------------------------------------------------------------------------------ the release pin
 
 def _release_url() -> str:
@@ -174,7 +191,7 @@ def test_every_colab_copy_installs_the_current_release():
     url = _release_url()
     assert url.endswith(f"@v{course_colab.project_version()}") and url.startswith("git+https://github.com/")
     wrong = {}
-    for path in sorted((ROOT / course_colab.COLAB_DIR).glob("*.ipynb")):
+    for path in sorted((ROOT / course_colab.COLAB_DIR).rglob("*.ipynb")):      # both editions
         code = [cell_source(c) for c in _load(path)["cells"] if c["cell_type"] == "code"]
         if not code or f'os.environ.get("TC_PACKAGE_URL", "{url}")' not in code[0]:
             wrong[path.name] = re.findall(r'"(git\+[^"]*)"', code[0]) if code else "no code cell"

@@ -1,11 +1,16 @@
 """The workshop kit (`python3 tools/run.py workshop`, tools/workshop.py), built for two chapters: a student
 edition without solutions, an instructor edition with them, the website without solutions, the slides (opened
-in Chromium), and a zip per edition."""
+in Chromium), and a zip per edition; nothing a student receives holds a solution (with a planted leak that the
+search must find), and the student zip installs and runs at home, offline."""
 from __future__ import annotations
 
 import json
 import os
 import re
+import shutil
+import subprocess
+import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -26,7 +31,7 @@ def kit(tmp_path_factory) -> Path:
         pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
     out = tmp_path_factory.mktemp("workshop")
     parts = workshop.build(out, CHAPTERS)
-    assert [name for name, _, _ in parts] == ["student", "instructor", "slides", "website",
+    assert [name for name, _, _ in parts] == ["student", "instructor", "slides", "wheels", "website",
                                               "transformer-course-student.zip", "transformer-course-instructor.zip"]
     return out
 
@@ -60,10 +65,126 @@ def test_website_without_solutions_and_zips(kit):
     page = (kit / "website" / "book" / f"{CHAPTERS[0]}.html").read_text()
     assert 'class="exercise' in page and 'class="solution' not in page
     assert not (kit / "website" / "book" / "09_training.html").exists()   # the reduced table of contents
-    for edition, folders in workshop.EDITIONS.items():
+    for edition, names in workshop.EDITIONS.items():
         with zipfile.ZipFile(kit / f"transformer-course-{edition}.zip") as archive:
             tops = {Path(name).parts[1] for name in archive.namelist()}
-        assert tops == set(folders), edition
+        assert tops == set(names), edition
+
+
+def test_the_student_website_offers_no_route_to_a_solution(kit):
+    """No page sources (the whole chapter notebooks), no download button, no repository link; every Colab
+    button opens a student copy, which exists."""
+    site = kit / "website"
+    assert not (site / "_sources").exists() and not list(site.rglob("*.ipynb"))
+    for name in CHAPTERS:
+        page = (site / "book" / f"{name}.html").read_text()
+        for route in ("btn-download", "_sources", "btn-source-repository-button", "/blob/main/book/"):
+            assert route not in page, (name, route)
+        colab = re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', page)
+        assert colab and all(link.endswith(f"/colab/student/{name}.ipynb") for link in colab), colab
+        assert (ROOT / "colab" / "student" / f"{name}.ipynb").is_file()
+
+
+def _snippets() -> dict[str, str]:
+    return workshop.solution_snippets(sorted((ROOT / "colab").glob("*.ipynb")))
+
+
+def test_nothing_a_student_receives_holds_a_solution(kit):
+    """Every code line of 25 characters or more and every sentence of six words or more that only a solution
+    holds, searched in the student notebooks, the student website (pages and search index), the student zip
+    and the student Colab copies of every chapter. The build searched its own kit already; this searches
+    again, with the solutions of every chapter."""
+    snippets = _snippets()
+    assert len(snippets) > 200             # every chapter's solutions, code and prose
+    files = workshop.student_files([kit / "student", kit / "website", kit / "transformer-course-student.zip",
+                                    ROOT / "colab" / "student"])
+    assert any(name.endswith("searchindex.js") for name in files)
+    assert sum(name.endswith(".ipynb") for name in files) >= 2 * len(CHAPTERS) + 10
+    assert workshop.find_leaks(snippets, files) == []
+
+
+def test_a_planted_solution_is_found(kit, tmp_path):
+    """The control: a solution code line in a student notebook, a solution sentence in a page of the student
+    website and one inside the zip are each reported, with the file and the solution they come from."""
+    snippets = _snippets()
+    chapter3 = {snippet: where for snippet, where in snippets.items() if where.startswith(CHAPTERS[0])}
+    instructor = json.loads((kit / "instructor" / f"{CHAPTERS[0]}.ipynb").read_text())
+    solution = next(workshop._DETAILS.search(c) for c in ("".join(c["source"]) for c in instructor["cells"])
+                    if workshop._DETAILS.search(c))
+    code_line = next(line for language, code in workshop._FENCE.findall(solution.group(1)) if language == "python"
+                     for line in code.splitlines() if workshop.words(line) in chapter3)
+    prose = workshop._FENCE.sub("\n\n", solution.group(1))
+    sentence = next(s for s in re.split(r"(?<=[.!?])\s+|\n\s*\n", prose)
+                    if workshop.words(s) in chapter3 and len(s.split()) >= 10)
+    planted = tmp_path / "kit"
+    shutil.copytree(kit / "student", planted / "student")
+    shutil.copytree(kit / "website" / "book", planted / "website")
+    notebook = planted / "student" / f"{CHAPTERS[0]}.ipynb"
+    nb = json.loads(notebook.read_text())
+    nb["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                        "source": f"    {code_line.strip()}\n"})
+    notebook.write_text(json.dumps(nb))
+    page = planted / "website" / f"{CHAPTERS[1]}.html"
+    page.write_text(page.read_text().replace("</body>", f"<p><em>{sentence}</em></p></body>"))
+    with zipfile.ZipFile(planted / "kit.zip", "w") as archive:
+        archive.writestr("transformer-course-workshop/notes.md", f"A hint: {code_line}")
+    leaks = workshop.find_leaks(snippets, workshop.student_files(
+        [planted / "student", planted / "website", planted / "kit.zip"]))
+    assert len(leaks) == 3, leaks
+    assert {line.split(":")[0].rsplit("/", 1)[-1] for line in leaks} == {notebook.name, page.name, "kit.zip"}
+    assert all(f"the solution in {CHAPTERS[0]}.ipynb, cell" in line for line in leaks)
+
+
+def _installed_packages_except_the_course(tmp_path: Path) -> Path:
+    """A folder that shows this environment's installed packages, the course's own excepted (links, no copies)."""
+    site_packages = Path(sysconfig.get_paths()["purelib"])
+    overlay = tmp_path / "site-packages-overlay"
+    overlay.mkdir()
+    for entry in site_packages.iterdir():
+        if not entry.name.startswith(("transformer_course", "__editable__")) and entry.suffix != ".pth":
+            (overlay / entry.name).symlink_to(entry)
+    return overlay
+
+
+def test_the_student_zip_installs_and_runs_at_home(kit, tmp_path):
+    """Unzipped into an empty folder, its README's Linux steps without a network, as written, with one
+    addition: the new virtual environment also sees this test environment's installed packages (a .pth file),
+    so the wheelhouse needs only the course's own wheel. The package installs from the zip's wheel, imports
+    from outside any checkout, and an exercise check runs."""
+    with zipfile.ZipFile(kit / "transformer-course-student.zip") as archive:
+        archive.extractall(tmp_path)
+    home = tmp_path / "transformer-course-workshop"
+    readme = (home / "README.md").read_text()
+    offline = readme.split("**Linux, without a network**", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    steps = offline.strip().splitlines()
+    assert steps[0] == "python3 -m venv .venv" and "doctor" in steps[2] and steps[3].endswith("jupyter lab student")
+    wheelhouse = tmp_path / "wheelhouse"
+    wheelhouse.mkdir()
+    subprocess.run(["bash", "-c", steps[0].replace("python3", sys.executable)], cwd=home, check=True)
+    venv_site = next((home / ".venv" / "lib").glob("python3*/site-packages"))
+    # venv's own old setuptools gives way to this environment's newer one (PyTorch needs it), as a wheelhouse's would
+    for bundled in venv_site.iterdir():
+        if bundled.is_dir() and bundled.name.startswith(("setuptools", "pkg_resources", "_distutils_hack")):
+            shutil.rmtree(bundled)
+        elif bundled.name == "distutils-precedence.pth":
+            bundled.unlink()
+    (venv_site / "test-environment.pth").write_text(f"{_installed_packages_except_the_course(tmp_path)}\n")
+    install = steps[1].replace("WHEELHOUSE", str(wheelhouse))
+    assert install.startswith(".venv/bin/python -m pip install --no-index ")
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONPATH": ""}
+    result = subprocess.run(["bash", "-c", install], cwd=home, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    probe = ("import pathlib, transformer_course\nfrom transformer_course.exercises import check_masked_softmax\n"
+             "print(pathlib.Path(transformer_course.__file__).parent)\n"
+             "def my_masked_softmax(scores, mask):\n    raise NotImplementedError\n"
+             "check_masked_softmax(my_masked_softmax)\n")
+    result = subprocess.run([str(home / ".venv" / "bin" / "python"), "-c", probe], cwd=home, env=env,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert str(home / ".venv") in result.stdout and str(ROOT) not in result.stdout.splitlines()[0]
+    assert "not attempted yet" in result.stdout
+    notebooks = sorted(p.name for p in (home / "student").glob("*.ipynb"))
+    assert notebooks == [f"{name}.ipynb" for name in CHAPTERS]
 
 
 def test_the_kit_has_a_deck_per_chapter(kit):
@@ -91,3 +212,15 @@ def test_every_deck_opens_offline_with_maths_and_figures(kit, tmp_path):
 def test_unknown_chapter_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match=r"--chapters: not in _toc.yml: book/99_nothing"):
         workshop.build(tmp_path / "kit", ["99_nothing"])
+
+
+def test_a_book_build_keeps_the_workshop_kit(tmp_path):
+    """`run.py book`, `book --hide-solutions` and `test` empty _build/ before building, except the kit."""
+    run = pytest.importorskip("tools.run")
+    for folder in ("html", ".doctrees", "workshop/website"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "page.html").write_text("x")
+    (tmp_path / "_config_hide_solutions.yml").write_text("x")
+    run.clean_build_folder(tmp_path)
+    assert [p.relative_to(tmp_path).as_posix() for p in sorted(tmp_path.rglob("*"))] == [
+        "workshop", "workshop/website", "workshop/website/page.html"]

@@ -4,6 +4,9 @@
     python3 tools/run.py colab            # every notebook of _toc.yml (runs this script in .venv)
     python -m tools.colab --out DIR       # the same, into another folder (the staleness test uses it)
 
+Each chapter has two copies: `colab/NAME.ipynb` with every solution collapsed, and `colab/student/NAME.ipynb`
+with none (for workshops; the website built without solutions opens these).
+
 Colab renders CommonMark with MathJax, not MyST, so each chapter's Markdown is rewritten:
 - citations become "(Vaswani et al., 2017)" linked to the website's references page (book/references.bib);
 - cross-references ({numref}, {ref}, {eq}, {doc}) become links into the website (`html.baseurl` of
@@ -41,7 +44,7 @@ from pybtex.database import parse_string
 from pybtex.richtext import Text
 
 from .book import ROOT, cell_source, exercise_prefix, load_config, site_baseurl, toc_docnames
-from .course_colab import COLAB_DIR, colab_path, package_url, pin_install_cell, project_version
+from .course_colab import COLAB_DIR, STUDENT_DIR, colab_path, package_url, pin_install_cell, project_version
 
 GLUE_PREFIX_KEY = "mime_prefix"
 _SOLUTION_START = "\x00solution-start {}\x00"
@@ -449,15 +452,15 @@ def convert_notebook(nb: dict, docname: str, site: Site, solutions: bool = True)
     """The Colab copy of one chapter (a new notebook; `nb` is left unchanged); with solutions=False the
     workshop's student edition, whose exercises keep their stubs and checks but have no solutions."""
     ctx = Context(site, docname, solutions=solutions)
+    title = f"[{site.titles.get(docname, docname)}]({site.page(docname)})"
     if solutions:
-        header = (f"> The Colab copy of [{site.titles.get(docname, docname)}]({site.page(docname)}) (on the "
-                  f"website), generated from `{docname}.ipynb` by `python3 tools/run.py colab`: edit the chapter, "
-                  "not this file. Solutions are collapsed under *Solution*: *Runtime → Run all* leaves your answers "
-                  "in place.")
+        header = (f"> The Colab copy of {title} (on the website), generated from `{docname}.ipynb` by "
+                  "`python3 tools/run.py colab`: edit the chapter, not this file. Solutions are collapsed under "
+                  "*Solution*: *Runtime → Run all* leaves your answers in place.")
     else:
-        header = (f"> [{site.titles.get(docname, docname)}]({site.page(docname)}), the workshop's student edition "
-                  "(made by `python3 tools/run.py workshop`): the exercises have their checks but no solutions; "
-                  "*Runtime → Run all* leaves your answers in place.")
+        header = (f"> The student copy of {title}, generated from `{docname}.ipynb` by `python3 tools/run.py "
+                  "colab`: every exercise has its check but no solution (ask your instructor, or read them "
+                  "later in the Colab copy with solutions). *Runtime → Run all* leaves your answers in place.")
     cells: list[dict] = [_markdown_cell(header, "colab-header")]
     solution: list[str] | None = None      # the solution being collected, while between start and end
     summary = ""
@@ -534,11 +537,18 @@ def write_colab_notebooks(out_dir: Path, root: Path = ROOT, solutions: bool = Tr
     return written
 
 
+def write_colab_copies(out_dir: Path, root: Path = ROOT) -> list[Path]:
+    """Both Colab editions: `out_dir/NAME.ipynb` with the solutions collapsed, `out_dir/student/NAME.ipynb`
+    without them (the website without solutions opens those)."""
+    return (write_colab_notebooks(out_dir, root)
+            + write_colab_notebooks(out_dir / STUDENT_DIR, root, solutions=False))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / COLAB_DIR, help=f"folder to write (default {COLAB_DIR}/)")
     args = parser.parse_args(argv)
-    written = write_colab_notebooks(args.out)
+    written = write_colab_copies(args.out)
     print(f"wrote {len(written)} Colab notebooks to {args.out}")
     return 0
 

@@ -1,4 +1,6 @@
-"""Sphinx extension: every chapter page's Colab button opens the chapter's Colab copy, `colab/NAME.ipynb`.
+"""Sphinx extension: every chapter page's Colab button opens the chapter's Colab copy, `colab/NAME.ipynb`, or on
+the website without solutions (`course_hide_solutions`, the workshop's student website) the student copy,
+`colab/student/NAME.ipynb`, which has no solutions either.
 
 sphinx-book-theme builds the Colab URL from `repository.url`, the branch and the page's own path
 (`.../blob/main/book/NAME.ipynb`). The chapters in `book/` hold MyST markup that Colab shows as raw text, and
@@ -15,12 +17,15 @@ import re
 from pathlib import Path, PurePosixPath
 
 COLAB_DIR = "colab"
+STUDENT_DIR = "student"     # colab/student/: the copies without solutions
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def colab_path(docname: str) -> str:
-    """The repository path of a page's Colab copy: "book/06_positional_encoding" -> "colab/06_....ipynb"."""
-    return f"{COLAB_DIR}/{PurePosixPath(docname).name}.ipynb"
+def colab_path(docname: str, student: bool = False) -> str:
+    """The repository path of a page's Colab copy: "book/06_positional_encoding" -> "colab/06_....ipynb", or
+    with student=True "colab/student/06_....ipynb"."""
+    folder = f"{COLAB_DIR}/{STUDENT_DIR}" if student else COLAB_DIR
+    return f"{folder}/{PurePosixPath(docname).name}.ipynb"
 
 
 def project_version(root: Path = ROOT) -> str:
@@ -54,7 +59,7 @@ def pin_install_cell(source: str, url: str) -> str:
     return pinned
 
 
-def rewrite_colab_url(url: str, docname: str) -> str:
+def rewrite_colab_url(url: str, docname: str, student: bool = False) -> str:
     """The theme's Colab URL for page `docname`, pointed at the page's Colab copy instead of the chapter.
 
     The theme ends the URL with the page's path relative to the repository (`path_to_book` is empty here);
@@ -63,22 +68,24 @@ def rewrite_colab_url(url: str, docname: str) -> str:
     source = f"/{docname}.ipynb"
     if not url.endswith(source):
         raise ValueError(f"url: expected a Colab URL ending in {source!r}, got {url!r}")
-    return url[: -len(source)] + "/" + colab_path(docname)
+    return url[: -len(source)] + "/" + colab_path(docname, student)
 
 
 def _point_colab_button_at_copy(app, pagename, templatename, context, doctree):
     from sphinx.util import logging
 
+    student = bool(getattr(app.config, "course_hide_solutions", False))   # tools/course_solutions.py's switch
     for group in context.get("header_buttons", []):
         if group.get("label") != "launch-buttons":
             continue
         for button in group.get("buttons", []):
             if button.get("text") != "Colab":
                 continue
-            button["url"] = rewrite_colab_url(button["url"], pagename)
-            if not (Path(app.srcdir) / colab_path(pagename)).is_file():
+            button["url"] = rewrite_colab_url(button["url"], pagename, student)
+            copy = colab_path(pagename, student)
+            if not (Path(app.srcdir) / copy).is_file():
                 logging.getLogger(__name__).warning(
-                    f"{pagename}: no Colab copy {colab_path(pagename)} (run `python3 tools/run.py colab`)")
+                    f"{pagename}: no Colab copy {copy} (run `python3 tools/run.py colab`)")
 
 
 def setup(app):

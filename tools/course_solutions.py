@@ -7,6 +7,9 @@ page under the page's prefix (tools/book.py `exercise_prefix`), so titles and `{
 
 Solutions. `course_hide_solutions = True` leaves every exercise solution out of the built site, for the
 workshop's student website (`python3 tools/run.py workshop`) and `python3 tools/run.py book --hide-solutions`.
+Such a site also serves nothing that holds a solution: no page sources (`_sources/`, which would hold the whole
+chapter notebooks), no download button, no link to the repository, and its Colab buttons open the student
+copies (tools/course_colab.py).
 sphinx-exercise's own `hide_solutions` option crashes on gated solutions (`solution-start`/`solution-end` around
 code cells: "unknown node type: solution_end_node", sphinx-exercise 1.2.1), so solutions are removed here
 instead, after sphinx-exercise has merged gated solutions into ordinary solution nodes.
@@ -42,8 +45,18 @@ def number_exercises_per_page(app, env) -> list[str]:
     return []
 
 
+def student_site_settings(app, config) -> None:
+    """On a site without solutions, leave out every route to the chapters' full notebooks."""
+    if not config.course_hide_solutions:
+        return
+    config.html_copy_source = False
+    config.html_theme_options = {**config.html_theme_options, "use_download_button": False,
+                                 "use_repository_button": False, "use_edit_page_button": False}
+
+
 def setup(app):
     app.add_config_value("course_hide_solutions", False, "env")
     app.add_transform(RemoveSolutions)
+    app.connect("config-inited", student_site_settings)
     app.connect("env-get-updated", number_exercises_per_page, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -194,8 +194,22 @@ def setup() -> None:
     STAMP.write_text(_fingerprint())
 
 
+KEPT_BY_BOOK_BUILDS = ("workshop",)   # _build/workshop/: the workshop kit has its own command and is never wiped
+
+
+def clean_build_folder(build: Path = ROOT / "_build") -> None:
+    """Empty _build/ for a clean book build (stale pages can hide warnings), keeping the workshop kit."""
+    for path in build.glob("*") if build.is_dir() else []:
+        if path.name in KEPT_BY_BOOK_BUILDS:
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
 def build_book(strict: bool, hide_solutions: bool = False) -> None:
-    shutil.rmtree(ROOT / "_build", ignore_errors=True)  # a clean build: stale pages can hide warnings
+    clean_build_folder()
     cmd = [str(BIN / "jupyter-book"), "build", "."]
     if hide_solutions:  # for a workshop session: the same site with every solution left out
         config = ROOT / "_build" / "_config_hide_solutions.yml"
@@ -367,7 +381,7 @@ def release(root: Path = ROOT, python: Path | str = PYTHON) -> int:
     dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True)
     if dirty.stdout.strip():
         problems.append("the working tree has uncommitted changes (commit them first):\n" + dirty.stdout.rstrip())
-    copies = sorted((root / COLAB_DIR).glob("*.ipynb"))
+    copies = sorted((root / COLAB_DIR).rglob("*.ipynb"))    # colab/ and colab/student/
     for copy in copies:
         cells = [c for c in json.loads(copy.read_text())["cells"] if c["cell_type"] == "code"]
         source = "".join(cells[0]["source"]) if cells else ""
@@ -380,8 +394,9 @@ def release(root: Path = ROOT, python: Path | str = PYTHON) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             subprocess.run([str(python), "-m", "tools.colab", "--out", tmp], cwd=root, check=True,
                            capture_output=True)
-            stale = [c.name for c in copies if not (Path(tmp) / c.name).exists()
-                     or (Path(tmp) / c.name).read_bytes() != c.read_bytes()]
+            fresh = {c: Path(tmp) / c.relative_to(root / COLAB_DIR) for c in copies}
+            stale = [str(c.relative_to(root)) for c, new in fresh.items()
+                     if not new.exists() or new.read_bytes() != c.read_bytes()]
         if stale:
             problems.append(f"stale Colab copies {stale} (run `python3 tools/run.py colab` and commit colab/)")
     if subprocess.run(["git", "rev-parse", "-q", "--verify", f"refs/tags/{tag}"], cwd=root,
