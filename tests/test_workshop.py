@@ -193,20 +193,49 @@ def test_the_kit_has_a_deck_per_chapter(kit):
 
 
 def test_every_deck_opens_offline_with_maths_and_figures(kit, tmp_path):
-    """All the book's decks (quick to make), each opened in Chromium with a screenshot."""
+    """All the book's decks (quick to make), every slide shown in Chromium at 1280x800 and 1920x1080 with a
+    screenshot: nothing cut, no raw TeX, at most 60 words, no "the cell below" (tools/check_site.py)."""
     if check_site.find_chromium() is None:
         message = "Chromium is needed for the slides' browser check: apt-get install -y chromium"
         pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
     pytest.importorskip("playwright")
     decks = workshop.slides.build(tmp_path / "slides")
+    shutil.rmtree(ROOT / "_build" / "slides-check", ignore_errors=True)
     problems, report = check_site.check_slides(tmp_path / "slides", ROOT / "_build" / "slides-check")
     print("\n".join(report))
     assert not problems, "\n".join(problems)
     assert len(report) - 1 == len(decks) == len(workshop.slides.chapter_notebooks(workshop.slides.build_site(ROOT)))
+    slides_in_all = 0
     for line in report[1:]:
-        _name, slides, _maths, images = line.split()
+        _name, slides, _maths, images, words = line.split()
         assert int(slides) >= 4 and int(images) > 0, line     # title, objectives, tagged figures, exercises
-    assert len(list((ROOT / "_build" / "slides-check").glob("*.png"))) >= len(decks)
+        assert 0 < int(words) <= check_site.SLIDE_WORD_LIMIT, line
+        slides_in_all += int(slides)
+    # every slide at both sizes, the screenshots kept
+    shots = list((ROOT / "_build" / "slides-check").glob("*_s[0-9][0-9].png"))
+    assert len(shots) >= slides_in_all * len(check_site.SLIDE_SIZES)
+
+
+def test_the_slide_check_finds_a_slide_spoilt_on_purpose(kit, tmp_path):
+    """The control: raw TeX, 70 words, a pointer to "the cell below" and a box wider than the screen, planted in
+    one slide of a deck, are each reported at both sizes; the deck's other slides are not."""
+    if check_site.find_chromium() is None:
+        pytest.skip("Chromium is needed for the slides' browser check")
+    shutil.copytree(kit / "slides", tmp_path / "slides")
+    deck = tmp_path / "slides" / f"{CHAPTERS[0]}.html"
+    filler = " ".join(["word"] * 60)
+    planted = (f"<section><h3>Planted</h3><p>Why divide by $\\sqrt{{d_k}}$? The cell below shows it. {filler}</p>"
+               '<div style="width: 2000px; height: 20px; background: red"></div></section>\n')
+    deck.write_text(deck.read_text().replace("<section>", planted + "<section>", 1))
+    for other in (tmp_path / "slides").glob("*.html"):
+        if other not in (deck, tmp_path / "slides" / "index.html"):
+            other.unlink()
+    problems, _ = check_site.check_slides(tmp_path / "slides", tmp_path / "shots")
+    assert all(", slide 0 ('Planted" in line for line in problems), problems
+    for size in ("1280x800", "1920x1080"):
+        found = " ".join(line for line in problems if f" at {size}," in line)
+        assert "words (at most 60)" in found and "raw TeX" in found and "points into the notebook" in found
+        assert "cut at the edge of the screen" in found
 
 
 def test_unknown_chapter_is_a_clear_error(tmp_path):

@@ -377,7 +377,7 @@ def _dark_pass(browser, base: str, pages: list[str], out_dir: Path | None, repor
     return problems
 
 
-_SLIDES_JS = r"""
+_DECK_JS = r"""
 async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
   const text = document.querySelector('.reveal .slides').textContent;   // hidden slides too
@@ -385,16 +385,48 @@ async () => {
   return {slides: document.querySelectorAll('.reveal .slides > section').length,
           ready: !!document.querySelector('.reveal.ready'),
           maths: document.querySelectorAll('mjx-container').length,
-          raw: (text.match(/\\\(|\\\[/g) || []).length,
           errors: (text.match(/Traceback|Error:/g) || []).length, images};
 }
 """
 
+# One slide, shown: its words outside maths and printouts, raw TeX or Markdown left in its text, sentences that
+# point into a notebook, and every element that reaches outside reveal.js's scaled canvas (cut on the screen).
+_SLIDE_JS = r"""
+async (index) => {
+  Reveal.slide(index);
+  await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
+  const slide = Reveal.getCurrentSlide();
+  const walker = document.createTreeWalker(slide, NodeFilter.SHOW_TEXT, {acceptNode: node =>
+      node.parentElement.closest('mjx-container, pre, script, style') ? NodeFilter.FILTER_REJECT
+                                                                     : NodeFilter.FILTER_ACCEPT});
+  let text = '';
+  while (walker.nextNode()) { text += walker.currentNode.textContent + ' '; }
+  const canvas = document.querySelector('.reveal .slides').getBoundingClientRect();
+  const cut = [...slide.querySelectorAll('*')].filter(element => {
+    if (element.closest('mjx-assistive-mml')) return false;     // MathJax's copy for screen readers, clipped
+    const box = element.getBoundingClientRect();
+    return box.width > 0 && box.height > 0 && (box.top < canvas.top - 2 || box.bottom > canvas.bottom + 2 ||
+                                               box.left < canvas.left - 2 || box.right > canvas.right + 2);
+  }).map(element => element.tagName.toLowerCase());
+  return {words: (text.match(/[A-Za-z0-9][\w'’.-]*/g) || []).length,
+          raw: text.match(/\$|\\[a-zA-Z]+|\*\*|`/g) || [],
+          references: text.match(new RegExp('\\b(cells?|listing|code|printout|output|assertion|exercises)\\b' +
+                                            '[^.]{0,40}\\b(below|above)\\b|\\b(below|above)\\s*[.:]|' +
+                                            '\\b(below|above) the (figure|cell|listing|table)', 'gi')) || [],
+          cut: [...new Set(cut)], text: text.replace(/\s+/g, ' ').trim().slice(0, 80)};
+}
+"""
+
+SLIDE_SIZES = ((1280, 800), (1920, 1080))   # a laptop's window and a 1080p projector
+SLIDE_WORD_LIMIT = 60
+
 
 def check_slides(slides_dir: Path, out_dir: Path) -> tuple[list[str], list[str]]:
-    """Open every deck of tools/slides.py (served from slides_dir, no network): reveal.js started, every
-    formula typeset by the bundled MathJax, every image loaded, no error output; one screenshot per deck (its
-    first slide after the objectives). Returns (problems, report lines)."""
+    """Open every deck of tools/slides.py (served from slides_dir, no network) at each of SLIDE_SIZES: reveal.js
+    started, every formula typeset by the bundled MathJax, every image loaded with alt text, no error output;
+    then every slide shown in turn, with a screenshot each (`DECK_WIDTHxHEIGHT_sNN.png`, NN from 0): at most
+    SLIDE_WORD_LIMIT words outside maths, no raw TeX or Markdown, no "the cell below", nothing cut at the
+    canvas's edges. Returns (problems, report lines)."""
     from playwright.sync_api import sync_playwright
 
     chromium = find_chromium()
@@ -404,30 +436,47 @@ def check_slides(slides_dir: Path, out_dir: Path) -> tuple[list[str], list[str]]
     out_dir.mkdir(parents=True, exist_ok=True)
     decks = sorted(p.name for p in slides_dir.glob("*.html") if p.name != "index.html")
     problems = [] if decks else [f"{slides_dir}: no decks"]
-    report = [f"{'deck':<36s} {'slides':>6s} {'maths':>6s} {'images':>6s}"]
+    report = [f"{'deck':<36s} {'slides':>6s} {'maths':>6s} {'images':>6s} {'words':>6s}"]
     with serve(slides_dir) as base, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 800})
-        for deck in decks:
-            page = context.new_page()
-            outside: list[str] = []
-            page.on("request", lambda request, _outside=outside: None if request.url.startswith((base, "data:"))
-                    else _outside.append(request.url))
-            page.goto(f"{base}{deck}#/2", wait_until="load")
-            info = page.evaluate(_SLIDES_JS)
-            if not info["ready"]:
-                problems.append(f"{deck}: reveal.js did not start")
-            if info["raw"]:
-                problems.append(f"{deck}: {info['raw']} formulas left as raw TeX (MathJax did not typeset them)")
-            if info["errors"]:
-                problems.append(f"{deck}: error output on a slide")
-            for image in info["images"]:
-                if image["width"] == 0 or not image["alt"]:
-                    problems.append(f"{deck}: an image that did not load or has no alt text ({image['alt'][:40]!r})")
-            problems += [f"{deck}: requested a resource outside the deck's folder: {url}" for url in outside]
-            report.append(f"{deck:<36s} {info['slides']:>6d} {info['maths']:>6d} {len(info['images']):>6d}")
-            page.screenshot(path=str(out_dir / deck.replace(".html", ".png")))
-            page.close()
+        for width, height in SLIDE_SIZES:
+            context = browser.new_context(viewport={"width": width, "height": height})
+            for deck in decks:
+                page = context.new_page()
+                outside: list[str] = []
+                page.on("request", lambda request, _outside=outside: None if request.url.startswith((base, "data:"))
+                        else _outside.append(request.url))
+                page.goto(f"{base}{deck}", wait_until="load")
+                info = page.evaluate(_DECK_JS)
+                where = f"{deck} at {width}x{height}"
+                if not info["ready"]:
+                    problems.append(f"{where}: reveal.js did not start")
+                if info["errors"]:
+                    problems.append(f"{where}: error output on a slide")
+                for image in info["images"]:
+                    if image["width"] == 0 or not image["alt"]:
+                        problems.append(f"{where}: an image that did not load or has no alt text "
+                                        f"({image['alt'][:40]!r})")
+                problems += [f"{where}: requested a resource outside the deck's folder: {url}" for url in outside]
+                most = 0
+                for index in range(info["slides"]):
+                    slide = page.evaluate(_SLIDE_JS, index)
+                    page.screenshot(path=str(out_dir / f"{deck[:-5]}_{width}x{height}_s{index:02d}.png"))
+                    most = max(most, slide["words"])
+                    at = f"{where}, slide {index} ({slide['text'][:40]!r})"
+                    if slide["words"] > SLIDE_WORD_LIMIT:
+                        problems.append(f"{at}: {slide['words']} words (at most {SLIDE_WORD_LIMIT})")
+                    if slide["raw"]:
+                        problems.append(f"{at}: raw TeX or Markdown {slide['raw'][:3]}")
+                    if slide["references"]:
+                        problems.append(f"{at}: points into the notebook: {slide['references'][:2]}")
+                    if slide["cut"]:
+                        problems.append(f"{at}: cut at the edge of the screen: {slide['cut'][:4]}")
+                if (width, height) == SLIDE_SIZES[0]:
+                    report.append(f"{deck:<36s} {info['slides']:>6d} {info['maths']:>6d} {len(info['images']):>6d} "
+                                  f"{most:>6d}")
+                page.close()
+            context.close()
         browser.close()
     return problems, report
 

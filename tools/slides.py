@@ -5,10 +5,15 @@ A chapter marks what belongs on its slides with the cell tag `slide`:
 - a Markdown cell gives its headings, display equations and lists (its key equations and summaries); a cell
   with none of these gives its first paragraph;
 - a code cell gives its figures, each with the figure's caption (or, without figures, its printed output).
-Each deck opens with the chapter's title and learning objectives and ends with the first sentence of each
-of the chapter's exercises. The
-MyST of the chapters (citations, cross-references, roles) is turned into plain Markdown as for the Colab
-notebooks (tools/colab.py), then into HTML with markdown-it-py; maths is typeset by MathJax in the browser.
+Each deck opens with the chapter's title and learning objectives and ends with its exercises, by number and
+title ("Exercise 3.6 Masked softmax"). The MyST of the chapters (citations, cross-references, roles) is turned
+into plain Markdown as for the Colab notebooks (tools/colab.py), then into HTML with markdown-it-py; maths, in
+headings and captions too, is typeset by MathJax in the browser.
+
+A slide is something to project, not a page to read: at most WORD_LIMIT visible words (maths excluded, the
+title included). A paragraph or a caption keeps its leading sentences that fit, a list goes on over as many
+slides as it needs, and a sentence that points into the notebook ("the cell above", "we check this below") is
+left out. Figures are sized in reveal.js's 1280x800 canvas, so a slide that fits there fits any screen.
 
 reveal.js (from the npm registry, fetched by `tools/run.py setup` into .venv/share) and MathJax (the copy the
 website serves, from sphinx-mathjax-offline) are copied next to the decks, and figures are embedded in the
@@ -60,7 +65,7 @@ def _blocks(markdown: str) -> list[str]:
     """Split Markdown into blocks: paragraphs, lists, display maths ($$ ... $$ may hold blank lines)."""
     blocks, current, in_maths = [], [], False
     for line in markdown.splitlines():
-        if line.strip().startswith("$$") and not (line.strip().endswith("$$") and len(line.strip()) > 2):
+        if line.count("$$") % 2:             # a display equation opens or closes on this line
             in_maths = not in_maths
         if not line.strip() and not in_maths:
             if current:
@@ -86,15 +91,116 @@ def _kind(block: str) -> str:
     return "paragraph"
 
 
-def excerpt(markdown: str) -> tuple[str | None, str]:
-    """(title, body Markdown) of a Markdown cell for a slide: its first heading as the title; its display
+def excerpt(markdown: str) -> tuple[str | None, list[str]]:
+    """(title, body blocks) of a Markdown cell for a slide: its first heading as the title; its display
     equations, lists and tables as the body (its first paragraph when it has none)."""
     blocks = _blocks(markdown)
     title = next((b.lstrip("# ").strip() for b in blocks if _kind(b) == "heading"), None)
     kept = [b for b in blocks if _kind(b) in ("maths", "list", "table")]
     if not kept:
         kept = [b for b in blocks if _kind(b) == "paragraph"][:1]
-    return title, "\n\n".join(kept)
+    return title, kept
+
+
+# ------------------------------------------------------------------------------------------------ slide text
+
+WORD_LIMIT = 60         # visible words on one slide, its title included and maths excluded
+_MATHS = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.DOTALL)
+# A sentence that points into the notebook ("the cell above", "we check this below") means nothing on a slide;
+# "above the diagonal" or "below zero" are about the maths and stay.
+_PAGE_REFERENCE = re.compile(r"\b(?:below|above)\b(?! (?:the |its |a )?(?:diagonal|zero|one|uniform|\$))",
+                             re.IGNORECASE)
+
+
+def visible_words(markdown: str) -> int:
+    """The words a slide shows for this Markdown: maths, link targets and markup left out."""
+    text = _MATHS.sub(" ", markdown)
+    text = re.sub(r"\]\([^)]*\)", "]", text)
+    return len(re.findall(r"[A-Za-z0-9][\w'’.-]*", text))
+
+
+def _sentences(text: str) -> list[str]:
+    """Sentences of a paragraph; maths is never split."""
+    spans = []
+
+    def hide(match):
+        spans.append(match.group(0))
+        return f"\x01{len(spans) - 1}\x01"
+    hidden = _MATHS.sub(hide, " ".join(text.split()))
+    pieces = re.split(r"(?<=[.!?])\s+(?=[A-Z(*`\x01\[])", hidden)
+    return [re.sub(r"\x01(\d+)\x01", lambda m: spans[int(m.group(1))], piece) for piece in pieces if piece.strip()]
+
+
+def _on_a_slide(text: str, budget: int) -> str:
+    """A paragraph's leading sentences that fit in `budget` words, without those that point into the page."""
+    kept, used = [], 0
+    for sentence in _sentences(text):
+        if _PAGE_REFERENCE.search(_MATHS.sub(" ", sentence)):
+            continue
+        words = visible_words(sentence)
+        if used + words > budget:
+            break
+        kept.append(sentence)
+        used += words
+    return " ".join(kept)
+
+
+def _list_items(block: str) -> list[str]:
+    items: list[str] = []
+    for line in block.splitlines():
+        if re.match(r"\s{0,3}([-*+]|\d+\.)\s", line) or not items:
+            items.append(line.strip())
+        else:
+            items[-1] += " " + line.strip()
+    return [re.sub(r"^([-*+]|\d+\.)\s+", "", item) for item in items]
+
+
+def _units(blocks: list[str], budget: int) -> list[tuple[str, str]]:
+    """The blocks as (kind, Markdown) pieces that each fit in `budget` words: list items one by one, a
+    paragraph and a table cut to what fits, equations whole."""
+    units = []
+    for block in blocks:
+        kind = _kind(block)
+        if kind == "list":
+            units += [("item", text) for item in _list_items(block) if (text := _on_a_slide(item, budget))]
+        elif kind == "paragraph":
+            text = _on_a_slide(block, budget)
+            units += [("paragraph", text)] if text else []
+        elif kind == "table":
+            rows = block.splitlines()
+            kept = rows[:2]
+            for row in rows[2:]:
+                if visible_words("\n".join(kept + [row])) > budget:
+                    break
+                kept.append(row)
+            units.append(("table", "\n".join(kept)))
+        else:
+            units.append((kind, block))
+    return units
+
+
+def pack(title: str, blocks: list[str]) -> list[str]:
+    """The body Markdown of each slide that `blocks` need under `title`: at most WORD_LIMIT visible words each
+    (title included), a list continued on the next slide when it does not fit, at most three equations."""
+    budget = WORD_LIMIT - visible_words(title)
+    slides: list[list[tuple[str, str]]] = [[]]
+    for kind, text in _units(blocks, budget):
+        current = slides[-1]
+        words = sum(visible_words(t) for _, t in current) + visible_words(text)
+        equations = sum(k == "maths" for k, _ in current) + (kind == "maths")
+        if current and (words > budget or equations > 3):
+            slides.append([])
+        slides[-1].append((kind, text))
+    bodies = []
+    for units in slides:
+        parts: list[str] = []
+        for kind, text in units:
+            if kind == "item" and parts and parts[-1].startswith("- "):
+                parts[-1] += "\n- " + text
+            else:
+                parts.append(("- " + text) if kind == "item" else text)
+        bodies.append("\n\n".join(parts))
+    return [body for body in bodies if body.strip()]
 
 
 def _objectives(cells: list[dict]) -> str:
@@ -108,20 +214,21 @@ def _objectives(cells: list[dict]) -> str:
     return ""
 
 
-# an exercise's opening fence, its options (:label: ...), the closing fence of an exercise-start, its first line
-EXERCISE = re.compile(r"\{exercise(?:-start)?\}[^\n]*\n((?::[^\n]*\n)*)(?:`{3,}\n)?\s*([^\n]+(?:\n(?!`{3})[^\n]+)*)")
+# an exercise's opening fence and its title (the directive's argument)
+EXERCISE = re.compile(r"\{exercise(?:-start)?\}([^\n]*)\n")
 
 
-def _exercises(cells: list[dict]) -> list[str]:
-    """The first sentence of every exercise of the chapter (the exercises have no titles)."""
-    firsts = []
+def _exercise_titles(cells: list[dict], notebook: Path) -> list[str]:
+    """The title of every exercise of the chapter, in order; an exercise without one is an error (the slide
+    lists exercises by number and title)."""
+    titles = []
     for cell in cells:
         if cell["cell_type"] == "markdown":
             for match in EXERCISE.finditer(cell_source(cell)):
-                paragraph = " ".join(match.group(2).split())
-                sentence = re.split(r"(?<=[.?!:])\s", paragraph, maxsplit=1)[0]
-                firsts.append(sentence if len(sentence) <= 140 else sentence[:137].rsplit(" ", 1)[0] + " ...")
-    return firsts
+                if not match.group(1).strip():
+                    raise ValueError(f"{notebook.name}: an exercise without a title ({{exercise}} Title)")
+                titles.append(match.group(1).strip())
+    return titles
 
 
 def _figures(cell: dict) -> list[str]:
@@ -132,10 +239,17 @@ def _printed(cell: dict) -> str:
     return "".join("".join(o.get("text", "")) for o in cell.get("outputs", []) if o.get("output_type") == "stream")
 
 
-def _section(title: str | None, body_html: str, *, small: bool = False) -> str:
-    heading = f"<h3>{html.escape(title)}</h3>\n" if title else ""
-    opening = '<section class="small">' if small else "<section>"
-    return f"{opening}\n{heading}{body_html}\n</section>"
+def _section(title_html: str | None, body_html: str) -> str:
+    heading = f"<h3>{title_html}</h3>\n" if title_html else ""
+    return f"<section>\n{heading}{body_html}\n</section>"
+
+
+def _inline(markdown: str) -> str:
+    """One line of Markdown as HTML, its maths left for MathJax."""
+    return MARKDOWN.renderInline(markdown.strip())
+
+
+PRINTED_LINES = 14      # a printed output on a slide: its first lines
 
 
 def deck(notebook: Path, site: Site) -> tuple[str, str, int]:
@@ -146,43 +260,49 @@ def deck(notebook: Path, site: Site) -> tuple[str, str, int]:
 
     def convert(markdown: str) -> str:
         return convert_markdown(markdown, context)
+
+    def text_slides(title: str, blocks: list[str]) -> list[str]:
+        return [_section(_inline(title), MARKDOWN.render(body)) for body in pack(title, blocks)]
+
     opening = next(c for c in cells if c["cell_type"] == "markdown")
     chapter_title = cell_source(opening).splitlines()[0].lstrip("# ").strip()
-    slides = [_section(None, f"<h2>{html.escape(chapter_title)}</h2>\n<p class=\"subtitle\">The Transformer, "
+    slides = [_section(None, f"<h2>{_inline(chapter_title)}</h2>\n<p class=\"subtitle\">The Transformer, "
                        "from first principles</p>")]
     objectives = _objectives(cells)
     if objectives:
-        slides.append(_section("Learning objectives", MARKDOWN.render(convert(objectives)), small=True))
+        slides += text_slides("Learning objectives", [convert(objectives)])
     section_title = chapter_title
     for cell in cells:
         source = cell_source(cell)
         if cell["cell_type"] == "markdown":
             heading = next((line.lstrip("# ").strip() for line in source.splitlines() if line.startswith("#")), None)
-            section_title = heading or section_title
+            section_title = convert(heading) if heading else section_title
         if SLIDE_TAG not in cell.get("metadata", {}).get("tags", []):
             continue
         if cell["cell_type"] == "markdown":
-            title, body = excerpt(source)
-            slides.append(_section(title or section_title, MARKDOWN.render(convert(body))))
+            title, blocks = excerpt(convert(source))
+            slides += text_slides(title or section_title, blocks)
             continue
         figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
         alt = cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt", figure.get("caption", ""))
         images = _figures(cell)
+        caption = _on_a_slide(convert(figure.get("caption", "")), WORD_LIMIT - visible_words(section_title))
+        caption_html = f"<p class=\"caption\">{_inline(caption)}</p>" if caption else ""
         if images:
             for png in images:
-                caption = f"<p class=\"caption\">{html.escape(figure['caption'])}</p>" if figure.get("caption") else ""
-                slides.append(_section(section_title, f"<img src=\"data:image/png;base64,{png.strip()}\" "
-                                                      f"alt=\"{html.escape(alt, quote=True)}\">\n{caption}"))
+                image = f"<img src=\"data:image/png;base64,{png.strip()}\" alt=\"{html.escape(alt, quote=True)}\">"
+                slides.append(_section(_inline(section_title), f"{image}\n{caption_html}"))
         elif _printed(cell):
-            slides.append(_section(section_title, f"<pre>{html.escape(_printed(cell).rstrip())}</pre>"))
+            printed = "\n".join(_printed(cell).rstrip().splitlines()[:PRINTED_LINES])
+            slides.append(_section(_inline(section_title), f"<pre>{html.escape(printed)}</pre>"))
         else:
             raise ValueError(f"{notebook.name}: a code cell tagged {SLIDE_TAG!r} has no figure or printed output "
                              f"(stored outputs missing? first line: {source.splitlines()[0]!r})")
-    exercises = _exercises(cells)
-    if exercises:
+    titles = _exercise_titles(cells, notebook)
+    if titles:
         prefix = exercise_prefix(context.docname, site.titles[context.docname])   # "Exercise 3.6", as everywhere
-        items = "\n".join(f"- **Exercise {prefix}.{k}.** {first}" for k, first in enumerate(exercises, start=1))
-        slides.append(_section("Exercises", MARKDOWN.render(convert(items)), small=True))
+        items = "\n".join(f"- **Exercise {prefix}.{k}** {title}" for k, title in enumerate(titles, start=1))
+        slides += text_slides("Exercises", [items])
     page = PAGE.format(title=html.escape(chapter_title), slides="\n".join(slides))
     return chapter_title, page, len(slides)
 
@@ -197,11 +317,11 @@ PAGE = """<!doctype html>
 <link rel="stylesheet" href="reveal/theme/white.css">
 <style>
   .reveal section {{ font-size: 0.72em; }}
-  .reveal section.small {{ font-size: 0.58em; }}
   .reveal h2 {{ font-size: 1.9em; }}
   .reveal h3 {{ font-size: 1.2em; text-transform: none; }}
-  .reveal img {{ max-height: 62vh; max-width: 92%; background: white; }}
-  .reveal .caption {{ font-size: 0.6em; color: #444; margin: 0.3em 5%; }}
+  /* sizes in the 1280x800 canvas that reveal.js scales to the screen: a slide fits any screen it fits here */
+  .reveal img {{ max-height: 540px; max-width: 1180px; background: white; margin: 0.2em auto; }}
+  .reveal .caption {{ font-size: 0.75em; color: #333; margin: 0.2em 4%; }}
   .reveal .subtitle {{ color: #555; }}
   .reveal pre {{ font-size: 0.5em; box-shadow: none; }}
   .reveal ul, .reveal ol {{ display: block; text-align: left; }}
@@ -217,7 +337,23 @@ PAGE = """<!doctype html>
 {slides}
 </div></div>
 <script src="reveal/reveal.js"></script>
-<script>Reveal.initialize({{ hash: true, slideNumber: true, width: 1280, height: 800 }});</script>
+<script>
+  // A display equation wider than its slide is typeset smaller until it fits (MathJax does not break lines).
+  function fitEquations(slide) {{
+    if (!slide) return;
+    const room = slide.getBoundingClientRect().width;
+    for (const equation of slide.querySelectorAll('mjx-container[display="true"]')) {{
+      equation.style.fontSize = '';
+      const need = equation.firstElementChild.getBoundingClientRect().width;
+      if (need > 0.97 * room) equation.style.fontSize = `${{Math.floor(9500 * room / need) / 100}}%`;
+    }}
+  }}
+  Reveal.initialize({{ hash: true, slideNumber: true, width: 1280, height: 800, transition: 'none' }}).then(() =>
+    MathJax.startup.promise.then(() => {{
+      Reveal.on('slidechanged', event => fitEquations(event.currentSlide));
+      fitEquations(Reveal.getCurrentSlide());
+    }}));
+</script>
 </body>
 </html>
 """
