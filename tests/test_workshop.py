@@ -5,6 +5,7 @@ search must find), and the student zip installs and runs at home, offline."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -253,3 +254,23 @@ def test_a_book_build_keeps_the_workshop_kit(tmp_path):
     run.clean_build_folder(tmp_path)
     assert [p.relative_to(tmp_path).as_posix() for p in sorted(tmp_path.rglob("*"))] == [
         "workshop", "workshop/website", "workshop/website/page.html"]
+
+
+def test_the_agendas_are_up_to_date_and_leave_slack():
+    """The guide's agendas (tools/agenda.py, included from book/generated/) are what the decks, the student
+    copies and the measured run times give now; the full day leaves at least 45 minutes of slack, the half day
+    at least 15, and every timed block names exercises that exist."""
+    from tools import agenda
+
+    chapters = agenda.chapters()
+    text, slack = agenda.render(chapters)
+    assert agenda.OUT.read_text(encoding="utf-8") == text, "stale: run `.venv/bin/python -m tools.agenda`"
+    assert slack["full day"] >= 45 and slack["half day"] >= 15, slack
+    assert "{include} generated/workshop_agenda.md" in (ROOT / "book" / "workshop_guide.md").read_text()
+    # the rule, checked on one block by hand: chapter 3 with one widget question and one coding exercise
+    block = agenda.Block("03_general_attention", "", ("ex-ad-softmax", "ex-03-masked-softmax"))
+    chapter = chapters["03_general_attention"]
+    parts = agenda.block_minutes(block, chapters)
+    assert parts["lecture"] == chapter.slides and parts["exercises"] == 5 + 15
+    assert parts["code"] == math.ceil(chapter.seconds * 4 / 60) and parts["walk-through"] > 0
+    assert parts["total"] % 5 == 0 and parts["total"] - 5 < sum(v for k, v in parts.items() if k != "total")
