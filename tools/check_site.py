@@ -20,6 +20,7 @@ images in the dark theme (screenshots-dark/), a contact sheet of all pages, and 
 dark pass's image widths, problems).
 
     python -m tools.check_site [--html _build/html] [--out _build/site-check]
+    python -m tools.check_site --slides _build/workshop/slides [--out _build/slides-check]   # the workshop's decks
 """
 from __future__ import annotations
 
@@ -484,9 +485,13 @@ def check_slides(slides_dir: Path, out_dir: Path) -> tuple[list[str], list[str]]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--html", default=str(ROOT / "_build" / "html"))
-    parser.add_argument("--out", default=str(ROOT / "_build" / "site-check"))
+    parser.add_argument("--slides", type=Path, help="check these decks instead (tools/slides.py), every slide")
+    parser.add_argument("--out", help="where screenshots go (default _build/site-check or _build/slides-check)")
     args = parser.parse_args(argv)
-    problems, report = check_site(Path(args.html), Path(args.out))
+    if args.slides:
+        problems, report = check_slides(args.slides, Path(args.out or ROOT / "_build" / "slides-check"))
+    else:
+        problems, report = check_site(Path(args.html), Path(args.out or ROOT / "_build" / "site-check"))
     print("\n".join(report))
     for problem in problems:
         print("PROBLEM:", problem)

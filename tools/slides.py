@@ -320,7 +320,8 @@ PAGE = """<!doctype html>
   .reveal h2 {{ font-size: 1.9em; }}
   .reveal h3 {{ font-size: 1.2em; text-transform: none; }}
   /* sizes in the 1280x800 canvas that reveal.js scales to the screen: a slide fits any screen it fits here */
-  .reveal img {{ max-height: 540px; max-width: 1180px; background: white; margin: 0.2em auto; }}
+  .reveal img {{ height: 480px; width: auto; max-width: 1180px; object-fit: contain; background: white;
+                margin: 0.2em auto; }}
   .reveal .caption {{ font-size: 0.75em; color: #333; margin: 0.2em 4%; }}
   .reveal .subtitle {{ color: #555; }}
   .reveal pre {{ font-size: 0.5em; box-shadow: none; }}
