@@ -213,7 +213,7 @@ def test_every_deck_opens_offline_with_maths_and_figures(kit, tmp_path):
         assert 0 < int(words) <= check_site.SLIDE_WORD_LIMIT, line
         slides_in_all += int(slides)
     # every slide at both sizes, the screenshots kept
-    shots = list((ROOT / "_build" / "slides-check").glob("*_s[0-9][0-9].png"))
+    shots = list((ROOT / "_build" / "slides-check").glob("*_s[0-9][0-9].jpg"))
     assert len(shots) >= slides_in_all * len(check_site.SLIDE_SIZES)
 
 

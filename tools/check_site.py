@@ -425,7 +425,7 @@ SLIDE_WORD_LIMIT = 60
 def check_slides(slides_dir: Path, out_dir: Path) -> tuple[list[str], list[str]]:
     """Open every deck of tools/slides.py (served from slides_dir, no network) at each of SLIDE_SIZES: reveal.js
     started, every formula typeset by the bundled MathJax, every image loaded with alt text, no error output;
-    then every slide shown in turn, with a screenshot each (`DECK_WIDTHxHEIGHT_sNN.png`, NN from 0): at most
+    then every slide shown in turn, with a screenshot each (`DECK_WIDTHxHEIGHT_sNN.jpg`, NN from 0): at most
     SLIDE_WORD_LIMIT words outside maths, no raw TeX or Markdown, no "the cell below", nothing cut at the
     canvas's edges. Returns (problems, report lines)."""
     from playwright.sync_api import sync_playwright
@@ -462,7 +462,7 @@ def check_slides(slides_dir: Path, out_dir: Path) -> tuple[list[str], list[str]]
                 most = 0
                 for index in range(info["slides"]):
                     slide = page.evaluate(_SLIDE_JS, index)
-                    page.screenshot(path=str(out_dir / f"{deck[:-5]}_{width}x{height}_s{index:02d}.png"))
+                    page.screenshot(path=str(out_dir / f"{deck[:-5]}_{width}x{height}_s{index:02d}.jpg"), quality=80)
                     most = max(most, slide["words"])
                     at = f"{where}, slide {index} ({slide['text'][:40]!r})"
                     if slide["words"] > SLIDE_WORD_LIMIT:
