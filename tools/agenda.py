@@ -76,12 +76,12 @@ HALF_DAY = ("0:00", "3:30", (
     Block("03_general_attention", "Chapter 3: queries, keys and values; scaling; masks",
           ("ex-ad-softmax", "ex-03-masked-softmax")),
     _break("Break", 15),
-    Block("05_multi_head_attention", "Chapter 5: multi-head attention (chapter 4's causal mask on the way)",
-          ("ex-05-split-merge",)),
+    Block("05_multi_head_attention", "Chapter 5: multi-head attention", ("ex-05-split-merge",)),
     Block("09_training", "Chapter 9: training, shown on your screen", ("ex-ad-warmup",), demo=True),
     _break("Questions and what to read next", 10),
 ))
-OPTIONAL = Block("10_real_sentences", "Chapter 10: real sentences, shown on your screen", (), demo=True)
+OPTIONAL = Block("10_real_sentences", "Chapter 10: real sentences, shown on your screen (its dictionary installed)",
+                 (), demo=True)
 
 
 def _minutes(clock: str) -> int:

@@ -662,8 +662,12 @@ def main(argv: list[str] | None = None) -> int:
         stage("download wheels", [sys.executable, "-m", "pip", "download", "-d", str(wheelhouse),
                                   "-r", "requirements.txt", "setuptools", "wheel"])
         stage("build package wheel", [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(wheelhouse), "."])
-        stage("fetch reveal.js (npm)", ["npm", "pack", "--silent", f"reveal.js@{REVEAL_VERSION}",
-                                        "--pack-destination", str(wheelhouse)])
+        if shutil.which("npm"):   # only the workshop's slides need reveal.js
+            stage("fetch reveal.js (npm)", ["npm", "pack", "--silent", f"reveal.js@{REVEAL_VERSION}",
+                                            "--pack-destination", str(wheelhouse)])
+        else:
+            print(f"=== wheelhouse: npm not found: reveal.js {REVEAL_VERSION} (the workshop's slides only) is not in "
+                  "it; install Node.js and run this again to add it")
         print(f"\nOffline install: TC_WHEELHOUSE={wheelhouse} python3 tools/run.py book")
         report()
         return 0

@@ -92,7 +92,8 @@ STUDENT_README = """# The Transformer, from first principles: the student editio
 
 ## Run the notebooks at home
 
-You need Python 3.10 or newer. In a terminal, in the folder that holds this file:
+You need Python 3.10 to 3.13 (the versions the course's tests run). In a terminal, in the folder that holds
+this file:
 
 **Linux**, with a network:
 
