@@ -162,7 +162,7 @@ def schedule(day: tuple, all_chapters: dict[str, Chapter]) -> tuple[list[str], i
     """The Markdown table rows of a day and its slack in minutes."""
     start, end, blocks = day
     now = _minutes(start)
-    rows = ["| time | block | minutes | lecture / walk-through / code / exercises | exercises |",
+    rows = ["| time | block | minutes | of which lecture / walk-through / code / exercises | the exercises |",
             "|---|---|---|---|---|"]
     for block in blocks:
         if not block.chapter:

@@ -109,7 +109,7 @@ The second line installs PyTorch's CPU build from PyTorch's own package index: f
 build, several GB that a laptop without an NVIDIA GPU does not use. Leave the line out on a machine with one.
 
 **Linux, without a network**, from a folder of wheels your instructor gives you (`WHEELHOUSE`, made by
-`python3 tools/run.py wheelhouse` on a Linux machine with the same Python version):
+`python3 tools/run.py wheelhouse` on a Linux machine with the same Python version, 3.11 to 3.13):
 
 ```bash
 python3 -m venv .venv
@@ -119,7 +119,8 @@ python3 -m venv .venv
 ```
 
 **macOS** (not tested by the course's own tests): the Linux steps with a network, without the second line
-(PyPI's PyTorch for macOS is the CPU build, and uses Apple's GPU where there is one).
+(PyPI's PyTorch for macOS is the CPU build, and uses Apple's GPU where there is one); without a network, the
+Linux steps without a network, from a wheelhouse made on a Mac.
 
 **Windows** (PowerShell; not tested by the course's own tests):
 
@@ -131,8 +132,12 @@ py -3 -m venv .venv
 .venv\\Scripts\\jupyter lab student
 ```
 
-The doctor checks everything the course needs, one line each, with a command that fixes each problem it
-finds. Then open a chapter in JupyterLab and use *Run → Run All Cells*: your answers are never overwritten.
+Without a network on Windows: leave out the PyTorch line and add `--no-index --find-links WHEELHOUSE` to the
+pip line, with a wheelhouse made on Windows.
+
+Everything above happens in the folder `transformer-course-workshop/` that the zip unpacks into. The doctor
+checks everything the course needs, one line each, with a command that fixes each problem it finds. Then open a
+chapter in JupyterLab and use *Run → Run All Cells*: your answers are never overwritten.
 """
 
 
@@ -167,7 +172,7 @@ def solution_snippets(copies: list[Path]) -> dict[str, str]:
         for index, cell in enumerate(json.loads(copy.read_text())["cells"]):
             text = cell_source(cell)
             outside.append(words(_DETAILS.sub(" ", text)))
-            outside += [words("".join(o.get("text", ""))) for o in cell.get("outputs", [])]
+            outside += [words(_output_text(output)) for output in cell.get("outputs", [])]
             for body in _DETAILS.findall(text) if cell["cell_type"] == "markdown" else []:
                 where = f"{copy.name}, cell {index}"
                 for language, code in _FENCE.findall(body):
@@ -182,6 +187,13 @@ def solution_snippets(copies: list[Path]) -> dict[str, str]:
     return {snippet: where for snippet, where in inside.items() if snippet and f" {snippet} " not in elsewhere}
 
 
+def _output_text(output: dict) -> str:
+    """What a reader sees of a cell's output: printed text, plain results and HTML (a source listing, a table)."""
+    data = output.get("data", {})
+    shown = "".join(output.get("text", "")) + str(data.get("text/plain", "")) + str(data.get("text/html", ""))
+    return html_lib.unescape(re.sub(r"<[^>]+>", " ", shown))
+
+
 def _readable_text(name: str, data: bytes) -> str | None:
     """What a learner can read in a file of the kit, as text (None: not a text file)."""
     suffix = Path(name).suffix
@@ -190,9 +202,7 @@ def _readable_text(name: str, data: bytes) -> str | None:
     text = re.sub(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+", " ", data.decode("utf-8", errors="replace"))
     if suffix == ".ipynb":
         cells = json.loads(text)["cells"]
-        text = "\n".join(cell_source(c) + "".join("".join(o.get("text", "")) + str(o.get("data", {}).get(
-            "text/plain", "")) + str(o.get("data", {}).get("text/html", "")) for o in c.get("outputs", []))
-            for c in cells)
+        text = "\n".join(cell_source(c) + "".join(_output_text(o) for o in c.get("outputs", [])) for c in cells)
     if suffix in (".html", ".ipynb", ".svg"):
         text = html_lib.unescape(re.sub(r"<[^>]+>", " ", text))
     return text
