@@ -1,4 +1,5 @@
-"""The NumPy trainer: it learns a tiny copy task, records a history, stops when the batches run out."""
+"""The NumPy trainer: it learns a tiny copy task, records a history, stops when the batches run out or its
+time budget is spent."""
 from __future__ import annotations
 
 import numpy as np
@@ -37,6 +38,21 @@ def test_train_numpy_stops_on_exhausted_data():
     few = [next(gen) for _ in range(2)]
     history = train_numpy(params, config, few, TrainConfig(max_steps=10, warmup_steps=2))
     assert len(history["loss"]) == 2 and history["stop_reason"] == "data_exhausted"
+
+
+def test_train_numpy_stops_when_its_time_budget_is_spent(monkeypatch):
+    """TrainConfig.max_minutes, as in the PyTorch trainer (stop reason "time_budget"); a clock that moves 25 s at
+    every reading stands in for slow steps, so the test takes no time."""
+    from transformer_course.training import numpy_trainer
+
+    ticks = iter(range(0, 10_000, 25))
+    monkeypatch.setattr(numpy_trainer.time, "perf_counter", lambda: float(next(ticks)))
+    config = tiny_config()
+    params = init_transformer(np.random.default_rng(1), config)
+    gen = _copy_batches(np.random.default_rng(2), 7, B=2)
+    history = train_numpy(params, config, gen, TrainConfig(max_steps=100, warmup_steps=2, max_minutes=1.0),
+                          callbacks=[])
+    assert history["stop_reason"] == "time_budget" and history["step"] == [1, 2, 3]   # 25, 50, then 75 s >= 60
 
 
 def test_max_steps_is_a_ceiling_that_a_continued_run_counts_from_its_first_step():

@@ -39,16 +39,17 @@ def train_numpy(params: dict, config: ModelConfig, batches: Iterable[tuple[np.nd
                 optimizer: Adam | None = None,
                 callbacks: Sequence[Callable[[dict], None]] | None = None) -> dict:
     """Train `params` (updated in place) until the optimiser's step count reaches train_config.max_steps (the
-    ceiling, as for the PyTorch trainer: a continued run counts its earlier steps) or `batches` runs out.
+    ceiling, as for the PyTorch trainer: a continued run counts its earlier steps), `batches` runs out, or
+    train_config.max_minutes of training have passed (when it is not 0).
 
     batches yields (src (B, S), tgt_in (B, T), tgt_out (B, T)) integer arrays. The learning rate at step k is
     lr_factor * noam_lr(k, d_model, warmup_steps). Used from train_config: max_steps, warmup_steps, lr_factor,
-    adam_beta1/2, adam_eps, label_smoothing, clip_grad_norm, seed (for dropout when `rng` is None).
+    adam_beta1/2, adam_eps, label_smoothing, clip_grad_norm, max_minutes, seed (for dropout when `rng` is None).
     `callbacks` receive the events of `callbacks.py` ("start", "step", "end"; default: a progress bar shown
     in a terminal). Pass your own `optimizer` to continue a previous run (its step count continues the schedule).
 
     Returns the history of `history.py`, as the PyTorch trainer does ("eval" stays empty: this trainer does not
-    evaluate), with stop_reason "max_steps" or "data_exhausted".
+    evaluate), with stop_reason "max_steps", "data_exhausted" or "time_budget" (history.STOP_REASONS).
     """
     tc = train_config
     rng = rng if rng is not None else np.random.default_rng(tc.seed)
@@ -75,6 +76,9 @@ def train_numpy(params: dict, config: ModelConfig, batches: Iterable[tuple[np.nd
         for key, value in record.items():
             history[key].append(value)
         emit(callbacks, event="step", **record)
+        if tc.max_minutes and time.perf_counter() - start >= 60.0 * tc.max_minutes:
+            history["stop_reason"] = "time_budget"
+            break
     history["time_s"] = time.perf_counter() - start
     emit(callbacks, event="end", step=optimizer.t,
          **{key: history[key] for key in ("stop_reason", "best", "averaged")})
