@@ -101,15 +101,16 @@ class Chapter:
     exercises: dict[str, tuple[str, bool]]   # label -> ("Exercise 3.6", coding?)
 
 
-def _exercises(notebook: Path, prefix: str) -> dict[str, tuple[str, bool]]:
-    """label -> (its name, whether it is a coding exercise: a code cell with a check_ call before its end)."""
+def _exercises(notebook: Path, site) -> dict[str, tuple[str, bool]]:
+    """label -> (its name, as the site's index gives it, and whether it is a coding exercise: a code cell with
+    a check_ call before the exercise's end)."""
     found: dict[str, tuple[str, bool]] = {}
     current = None
     for cell in json.loads(notebook.read_text())["cells"]:
         source = cell_source(cell)
         if cell["cell_type"] == "markdown":
             for match in re.finditer(r"\{exercise(-start)?\}[^\n]*\n:label: ([\w-]+)", source):
-                found[match.group(2)] = (f"Exercise {prefix}.{len(found) + 1}", False)
+                found[match.group(2)] = (site.labels[match.group(2)]["text"], False)
                 current = match.group(2) if match.group(1) else None
             if "{exercise-end}" in source:
                 current = None
@@ -119,8 +120,6 @@ def _exercises(notebook: Path, prefix: str) -> dict[str, tuple[str, bool]]:
 
 
 def chapters() -> dict[str, Chapter]:
-    from .book import exercise_prefix
-
     site = build_site(ROOT)
     times = json.loads(TIMES.read_text())["notebooks"]
     result = {}
@@ -133,7 +132,7 @@ def chapters() -> dict[str, Chapter]:
                           for c in student["cells"] if c["cell_type"] == "markdown")
         _, _, slides = deck(notebook, site)
         result[notebook.stem] = Chapter(slides, visible_words(prose), times[notebook.name]["seconds"],
-                                        _exercises(notebook, exercise_prefix(docname, site.titles[docname])))
+                                        _exercises(notebook, site))
     return result
 
 
