@@ -29,6 +29,7 @@ from pathlib import Path
 from .config import (
     MODEL_PRESETS,
     MONITORS,
+    STOP_RULES,
     TOKENIZATION,
     TRAIN_PRESETS,
     ModelConfig,
@@ -40,7 +41,7 @@ from .config import (
 )
 
 PROG = "transformer-course"
-TASK_CHOICES = ("numbers", "copy", "reverse", "sort", "tsv", "trans-de-en", "multi30k")
+TASK_CHOICES = tuple(STOP_RULES)                  # every task the CLI trains has its stop rule there
 MULTI30K_LANGUAGES = ("en", "de", "fr")           # of Multi30k's task 1, those the course's --src-lang takes
 # the files `train` writes into --out; a folder holding any of them is a run
 RUN_FILES = ("model.pt", "last.pt", "best.pt", "averaged.pt", "src_vocab.json", "tgt_vocab.json", "history.json")

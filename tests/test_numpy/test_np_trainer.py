@@ -78,3 +78,19 @@ def test_train_numpy_raises_the_same_divergence_error_as_the_pytorch_trainer():
     batches = _copy_batches(np.random.default_rng(4), 7, B=2)
     with pytest.raises(TrainingDiverged, match="training diverged at step 1: loss nan"):
         train_numpy(params, config, batches, TrainConfig(max_steps=3, warmup_steps=2), callbacks=[])
+
+
+def test_train_numpy_refuses_settings_it_does_not_implement():
+    import pytest
+
+    config = tiny_config()
+    params = init_transformer(np.random.default_rng(3), config)
+    batches = _copy_batches(np.random.default_rng(4), 7, B=2)
+    for setting in ({"weight_decay": 0.01}, {"average_last": 3}, {"patience": 2}, {"precision": "bf16"}):
+        name = next(iter(setting))
+        with pytest.raises(ValueError, match=f"does not implement {name}"):
+            train_numpy(params, config, batches, TrainConfig(max_steps=3, warmup_steps=2, **setting), callbacks=[])
+    # what it does not read but that changes nothing here is accepted (a preset sets these)
+    history = train_numpy(params, config, batches, TrainConfig(max_steps=1, warmup_steps=2, eval_every=25,
+                                                               batch_size=2), callbacks=[])
+    assert history["stop_reason"] == "max_steps"

@@ -281,10 +281,7 @@ class MultiHeadAttention(nn.Module):
         q = F.linear(x_q, self.W_q.weight, self.W_q.bias)    # (B, Tq, D)
         q = q.view(B, Tq, H, Dh).transpose(1, 2)         # (B, Tq, D) -> (B, H, Tq, Dh)
         if cache is None:
-            k = F.linear(x_kv, self.W_k.weight, self.W_k.bias)   # (B, Tk, D)
-            v = F.linear(x_kv, self.W_v.weight, self.W_v.bias)   # (B, Tk, D)
-            k = k.view(B, -1, H, Dh).transpose(1, 2)     # (B, Tk, D) -> (B, H, Tk, Dh)
-            v = v.view(B, -1, H, Dh).transpose(1, 2)     # (B, Tk, D) -> (B, H, Tk, Dh)
+            k, v = self._project_kv(x_kv)                # (B, H, Tk, Dh) each
             if self.positional == "rope":                # rotate queries and keys by their positions
                 q, k = self.rotary(q), self.rotary(k)    # (B, H, Tq, Dh), (B, H, Tk, Dh)
         else:
@@ -313,15 +310,20 @@ class MultiHeadAttention(nn.Module):
         at the first step and reused after. Returns q, k, v (B, H, t, Dh)."""
         if cache.static and cache.k is not None:
             return q, cache.k, cache.v                   # (B, H, S, Dh): the memory's, projected at the first step
-        B, H, Dh = x_kv.shape[0], self.n_heads, self.d_head
-        k = F.linear(x_kv, self.W_k.weight, self.W_k.bias)   # (B, Tk, D): the new positions only
-        v = F.linear(x_kv, self.W_v.weight, self.W_v.bias)   # (B, Tk, D)
-        k = k.view(B, -1, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
-        v = v.view(B, -1, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
+        k, v = self._project_kv(x_kv)                    # (B, H, Tk, Dh): the new positions only
         if self.positional == "rope":                    # the new positions follow the cached ones
             q, k = self.rotary(q, cache.length), self.rotary(k, cache.length)
         k, v = cache.append(k, v)                        # (B, H, t, Dh): the past and the new
         return q, k, v
+
+    def _project_kv(self, x_kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values of x_kv (B, Tk, D), split into heads: (B, H, Tk, Dh) each."""
+        B, H, Dh = x_kv.shape[0], self.n_heads, self.d_head
+        k = F.linear(x_kv, self.W_k.weight, self.W_k.bias)   # (B, Tk, D)
+        v = F.linear(x_kv, self.W_v.weight, self.W_v.bias)   # (B, Tk, D)
+        k = k.view(B, -1, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
+        v = v.view(B, -1, H, Dh).transpose(1, 2)         # (B, Tk, D) -> (B, H, Tk, Dh)
+        return k, v
 
     def _fused_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
                          bias: torch.Tensor | None) -> torch.Tensor:

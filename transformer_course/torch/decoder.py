@@ -80,8 +80,9 @@ class Decoder(nn.Module):
                  attention_dropout: float = 0.0, norm_first: bool = False, eps: float = 1e-5,
                  positional: str | None = None, max_len: int = 512, fused: bool = True):
         super().__init__()
-        self.layers = nn.ModuleList([DecoderLayer(d_model, n_heads, d_ff, dropout, attention_dropout,
-                                                  norm_first, eps, positional, max_len, fused)
+        self.layers = nn.ModuleList([DecoderLayer(d_model, n_heads, d_ff, dropout=dropout,
+                                                  attention_dropout=attention_dropout, norm_first=norm_first,
+                                                  eps=eps, positional=positional, max_len=max_len, fused=fused)
                                      for _ in range(n_layers)])
         self.norm = LayerNorm(d_model, eps) if norm_first else None
 

@@ -104,15 +104,7 @@ def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6
         batch_base = torch.arange(B, device=device)[:, None]                # (B, 1)
         for t in range(max_len):
             n_alive = alive_seq.shape[1]
-            if cache is not None:
-                # (B, n_alive, 1): the newest token of every alive hypothesis (BOS at the first step)
-                last = alive_seq[:, :, -1:] if t > 0 else torch.full((B, 1, 1), bos_id, device=device)
-                logits = model.decode(last.reshape(B * n_alive, 1), memory, src_mask, cache=cache)  # (B*n_alive, 1, V)
-            else:
-                bos = torch.full((B, n_alive, 1), bos_id, dtype=torch.long, device=device)          # (B, n_alive, 1)
-                prefix = torch.cat([bos, alive_seq], dim=2).reshape(B * n_alive, t + 1)           # (B*n_alive, t + 1)
-                logits = model.decode(prefix, memory, src_mask)                                  # (B*n_alive, t + 1, V)
-            logp = torch.log_softmax(logits[:, -1].float(), dim=-1).view(B, n_alive, V)  # (B, n_alive, V)
+            logp = _next_log_probs(model, alive_seq, memory, src_mask, cache, bos_id)    # (B, n_alive, V)
             cand = (alive_logp[:, :, None] + logp).view(B, n_alive * V)                   # (B, n_alive * V)
             top_logp, top_idx = cand.topk(min(2 * n_beam, n_alive * V), dim=-1)                # (B, 2*n_beam)
             beam_idx = top_idx // V                                                     # (B, 2*n_beam): which parent
@@ -152,13 +144,36 @@ def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6
         # sources still open at max_len: their alive hypotheses compete with the finished ones
         L = alive_seq.shape[2]
         open_score = torch.where(done[:, None], neg_inf, alive_logp / length_penalty(L, alpha))  # (B, n_beam)
-        pool_score = torch.cat([fin_score, open_score], dim=1)                                   # (B, 2*n_beam)
-        pool_seq = torch.cat([fin_seq, alive_seq], dim=1)                                        # (B, 2*n_beam, L)
-        pool_len = torch.cat([fin_len, torch.full_like(fin_len, L)], dim=1)                      # (B, 2*n_beam)
-        best_score, best = pool_score.max(dim=-1)                                                # (B,)
-        tokens = pool_seq[torch.arange(B, device=device), best]                                  # (B, L)
-        tokens = tokens[:, : int(pool_len[torch.arange(B, device=device), best].max())]          # (B, L')
+        tokens, best_score = _best_hypotheses(torch.cat([fin_seq, alive_seq], dim=1),           # (B, 2*n_beam, L)
+                                              torch.cat([fin_score, open_score], dim=1),         # (B, 2*n_beam)
+                                              torch.cat([fin_len, torch.full_like(fin_len, L)], dim=1))
     return (tokens, best_score) if return_scores else tokens
+
+
+def _next_log_probs(model, alive_seq: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor, cache,
+                    bos_id: int) -> torch.Tensor:
+    """Log probabilities of the next token after each alive hypothesis (B, n_alive, t): (B, n_alive, V). With a
+    cache only the newest token is decoded (BOS at the first step); without, the whole prefix after BOS."""
+    B, n_alive, t = alive_seq.shape
+    if cache is not None:
+        # (B, n_alive, 1): the newest token of every alive hypothesis (BOS at the first step)
+        last = alive_seq[:, :, -1:] if t > 0 else torch.full((B, 1, 1), bos_id, device=alive_seq.device)
+        logits = model.decode(last.reshape(B * n_alive, 1), memory, src_mask, cache=cache)  # (B*n_alive, 1, V)
+    else:
+        bos = torch.full((B, n_alive, 1), bos_id, dtype=torch.long, device=alive_seq.device)  # (B, n_alive, 1)
+        prefix = torch.cat([bos, alive_seq], dim=2).reshape(B * n_alive, t + 1)             # (B*n_alive, t + 1)
+        logits = model.decode(prefix, memory, src_mask)                                    # (B*n_alive, t + 1, V)
+    return torch.log_softmax(logits[:, -1].float(), dim=-1).view(B, n_alive, -1)          # (B, n_alive, V)
+
+
+def _best_hypotheses(pool_seq: torch.Tensor, pool_score: torch.Tensor,
+                     pool_len: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The best-scoring hypothesis of each source: pool_seq (B, N, L), pool_score and pool_len (B, N) ->
+    tokens (B, L') cut after the longest chosen one, scores (B,)."""
+    rows = torch.arange(pool_seq.shape[0], device=pool_seq.device)                      # (B,)
+    best_score, best = pool_score.max(dim=-1)                                           # (B,)
+    tokens = pool_seq[rows, best]                                                       # (B, L)
+    return tokens[:, : int(pool_len[rows, best].max())], best_score                     # (B, L'), (B,)
 
 
 def _check_sampling(temperature, top_k, top_p, vocab_size: int) -> None:

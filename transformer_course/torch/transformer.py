@@ -38,10 +38,12 @@ class Transformer(nn.Module):
             self.positions = positions(c.d_model, c.max_len)
         else:
             self.positions = None                        # nothing added to the embeddings: RoPE / ALiBi
-        self.encoder = Encoder(c.n_encoder_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.attention_dropout,
-                               c.norm_first, c.layer_norm_eps, c.attention_positional, c.max_len, c.fused_attention)
-        self.decoder = Decoder(c.n_decoder_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.attention_dropout,
-                               c.norm_first, c.layer_norm_eps, c.attention_positional, c.max_len, c.fused_attention)
+        # by keyword: two dropouts and eleven hyper-parameters in a row are easy to swap unnoticed
+        layers = dict(d_model=c.d_model, n_heads=c.n_heads, d_ff=c.d_ff, dropout=c.dropout,
+                      attention_dropout=c.attention_dropout, norm_first=c.norm_first, eps=c.layer_norm_eps,
+                      positional=c.attention_positional, max_len=c.max_len, fused=c.fused_attention)
+        self.encoder = Encoder(c.n_encoder_layers, **layers)
+        self.decoder = Decoder(c.n_decoder_layers, **layers)
         if c.tie_output_embedding:
             self.W_out = None                            # logits = x E_tgt^T (Press & Wolf 2017)
         else:

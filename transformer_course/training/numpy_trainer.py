@@ -34,6 +34,20 @@ def train_step(params: dict, config: ModelConfig, optimizer: Adam, src: np.ndarr
     return loss, grad_norm
 
 
+# TrainConfig fields that change how the PyTorch trainer trains and that this trainer does not implement; the
+# others it does not read (batch_size: the batches are given; eval_every, monitor: it does not evaluate; device,
+# num_workers) change nothing here
+NOT_IMPLEMENTED = ("weight_decay", "precision", "compile", "patience", "stop_when_perfect", "average_last")
+
+
+def _check_supported(train_config: TrainConfig) -> None:
+    defaults = TrainConfig()
+    changed = [name for name in NOT_IMPLEMENTED if getattr(train_config, name) != getattr(defaults, name)]
+    if changed:
+        raise ValueError(f"train_config: the NumPy trainer does not implement {', '.join(changed)}; expected "
+                         f"their defaults ({', '.join(f'{n}={getattr(defaults, n)!r}' for n in changed)})")
+
+
 def train_numpy(params: dict, config: ModelConfig, batches: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]],
                 train_config: TrainConfig = TrainConfig(), *, rng: np.random.Generator | None = None,
                 optimizer: Adam | None = None,
@@ -47,11 +61,13 @@ def train_numpy(params: dict, config: ModelConfig, batches: Iterable[tuple[np.nd
     adam_beta1/2, adam_eps, label_smoothing, clip_grad_norm, max_minutes, seed (for dropout when `rng` is None).
     `callbacks` receive the events of `callbacks.py` ("start", "step", "end"; default: a progress bar shown
     in a terminal). Pass your own `optimizer` to continue a previous run (its step count continues the schedule).
+    A setting that it does not implement (NOT_IMPLEMENTED: weight decay, precision, ...) raises ValueError.
 
     Returns the history of `history.py`, as the PyTorch trainer does ("eval" stays empty: this trainer does not
     evaluate), with stop_reason "max_steps", "data_exhausted" or "time_budget" (history.STOP_REASONS).
     """
     tc = train_config
+    _check_supported(tc)
     rng = rng if rng is not None else np.random.default_rng(tc.seed)
     if optimizer is None:
         optimizer = Adam(params, lr=0.0, betas=(tc.adam_beta1, tc.adam_beta2), eps=tc.adam_eps)
