@@ -252,6 +252,25 @@ def test_fixes_install_the_package_from_its_repository_never_pypi(tmp_path):
     assert doctor.package_fix(inside) == f'"{inside.python}" -m pip install -e "{checkout}[torch]"'
 
 
+def test_in_a_student_kit_the_fixes_install_its_own_wheel(tmp_path):
+    """An unzipped student kit has no checkout and the repository's tag may be out of reach (a workshop room):
+    the fixes install the kit's wheel, found from the kit's folder or a notebook folder inside it."""
+    kit = tmp_path / "my kit"
+    (kit / "wheels").mkdir(parents=True)
+    (kit / "student").mkdir()
+    for version in ("0.1.0", "0.10.0", "0.9.1"):
+        (kit / "wheels" / f"transformer_course-{version}-py3-none-any.whl").write_bytes(b"")
+    newest = (kit / "wheels" / "transformer_course-0.10.0-py3-none-any.whl").resolve()
+    for folder in (kit, kit / "student"):
+        env = doctor.environment(folder)
+        assert env.checkout is None and env.wheel == newest
+    env = doctor.Environment("/x/bin/python", "/x", None, None, newest)
+    assert doctor.package_fix(env) in (f'/x/bin/python -m pip install "{newest}[torch]"',
+                                       f'/x/bin/python -m pip install "{newest}"')
+    assert doctor.shipped_model_fix(env) == f'/x/bin/python -m pip install --force-reinstall --no-deps "{newest}"'
+    assert doctor.environment(tmp_path).wheel is None                # no kit around: the repository's tag
+
+
 # --- the fixes, run as printed in a throwaway environment ----------------------------------------------------------
 
 

@@ -136,7 +136,8 @@ Without a network on Windows: leave out the PyTorch line and add `--no-index --f
 pip line, with a wheelhouse made on Windows.
 
 Everything above happens in the folder `transformer-course-workshop/` that the zip unpacks into. The doctor
-checks everything the course needs, one line each, with a command that fixes each problem it finds. Then open a
+checks everything the course needs, one line each, with a command that fixes each problem it finds (the course's
+own package from `wheels/`: run the doctor from this folder or from `student/`). Then open a
 chapter in JupyterLab and use *Run → Run All Cells*: your answers are never overwritten.
 """
 

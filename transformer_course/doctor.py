@@ -14,7 +14,8 @@ the command that fixes it:
 Marks: ✓ passed, ✗ failed (its fix follows), – not checked because something it needs failed above, ! works but
 slowly (advice follows). Every fix is a command that works when copied: dependencies come from PyPI, PyTorch is
 the tested version's CPU build (PyPI's Linux wheel is the multi-gigabyte CUDA build), and the package itself
-comes from the course's repository (a checkout, or the git tag of the installed version), as it is not on PyPI.
+comes from the course's repository (a checkout, or the git tag of the installed version), as it is not on PyPI,
+or, in an unzipped student kit, from the kit's own wheel (`wheels/`).
 
 Run from a checkout of the course (a folder with tools/run.py) by another Python than the checkout's .venv
 (the system Python, say), the report says so and names the command to use instead, and its fixes install into
@@ -118,6 +119,7 @@ class Environment:
     prefix: str                 # sys.prefix: the environment it runs in
     checkout: Path | None       # from the current folder upwards; None outside a checkout
     package_root: Path | None   # the checkout the imported package lives in (an editable install), or None
+    wheel: Path | None = None   # outside a checkout: the course's wheel of a student kit around the current folder
 
     @property
     def venv(self) -> Path | None:
@@ -154,7 +156,22 @@ def environment(cwd: Path | None = None) -> Environment:
     except OSError:                                  # the current folder was deleted
         checkout = None
     return Environment(python=sys.executable, prefix=sys.prefix, checkout=checkout,
-                       package_root=here if _is_checkout(here) else None)
+                       package_root=here if _is_checkout(here) else None,
+                       wheel=None if checkout else find_kit_wheel(cwd or Path.cwd()))
+
+
+def find_kit_wheel(start: Path) -> Path | None:
+    """The course's wheel in the `wheels/` folder of an unzipped student kit that `start` is in or under (the
+    kit's README installs from it), or None; of several versions the latest."""
+    try:
+        for folder in (start, *list(start.resolve().parents)[:2]):
+            wheels = sorted((folder / "wheels").glob("transformer_course-*.whl"),
+                            key=lambda w: [int(p) if p.isdigit() else 0 for p in w.name.split("-")[1].split(".")])
+            if wheels:
+                return wheels[-1].resolve()
+    except OSError:                                  # the current folder was deleted
+        pass
+    return None
 
 
 def _package_installed() -> str | None:
@@ -182,6 +199,8 @@ def package_fix(env: Environment) -> str:
     extra = "[torch]" if _installed_version("torch") is not None else ""
     if env.source_root is not None:
         return f'{env.fix_python} -m pip install -e "{env.source_root}{extra}"'
+    if env.wheel is not None:                        # a student kit: its own wheel, no repository needed
+        return f'{env.fix_python} -m pip install "{env.wheel}{extra}"'
     return f"{env.fix_python} -m pip install {_git_requirement(extra)}"
 
 
@@ -193,6 +212,8 @@ def shipped_model_fix(env: Environment) -> str:
             return f"git -C {_quoted(env.source_root)} checkout -- transformer_course/checkpoints"
         return (f"copy transformer_course/checkpoints/ from a fresh copy of {REPOSITORY_URL} into "
                 f"{env.source_root}")
+    if env.wheel is not None:
+        return f'{env.fix_python} -m pip install --force-reinstall --no-deps "{env.wheel}"'
     return f"{env.fix_python} -m pip install --force-reinstall --no-deps {_git_requirement()}"
 
 
@@ -392,7 +413,8 @@ def training_verdict(steps: int, seconds: float, first: float, last: float,
     if ratio > SLOW_FACTOR:
         return Check("training", True, f"{detail}: slow, {ratio:.0f}x the course's 2-core test machine "
                      f"({reference:.1f} s)", f"the chapters' training cells will take about {ratio:.0f}x the times "
-                     "they show; close other programs, or use Google Colab (a GPU runtime helps most)",
+                     "they show; close other programs, or use Google Colab (its CPU runtime is enough; a GPU "
+                     "runtime shortens the training cells of chapters 2 and 9)",
                      warning=True)
     return Check("training", True, f"{detail} (the course's 2-core test machine: {reference:.1f} s)")
 
