@@ -208,9 +208,10 @@ def test_every_deck_opens_offline_with_maths_and_figures(kit, tmp_path):
     assert len(report) - 1 == len(decks) == len(workshop.slides.chapter_notebooks(workshop.slides.build_site(ROOT)))
     slides_in_all = 0
     for line in report[1:]:
-        _name, slides, _maths, images, words = line.split()
-        assert int(slides) >= 4 and int(images) > 0, line     # title, objectives, tagged figures, exercises
+        _name, slides, _maths, figures, words, label_px, _script_px = line.split()
+        assert int(slides) >= 4 and int(figures) > 0, line    # title, objectives, tagged figures, exercises
         assert 0 < int(words) <= check_site.SLIDE_WORD_LIMIT, line
+        assert float(label_px) >= check_site.SLIDE_LABEL_PX - 0.05, line   # measured at 1280x800
         slides_in_all += int(slides)
     # every slide at both sizes, the screenshots kept
     shots = list((ROOT / "_build" / "slides-check").glob("*_s[0-9][0-9].jpg"))
@@ -218,25 +219,37 @@ def test_every_deck_opens_offline_with_maths_and_figures(kit, tmp_path):
 
 
 def test_the_slide_check_finds_a_slide_spoilt_on_purpose(kit, tmp_path):
-    """The control: raw TeX, 70 words, a pointer to "the cell below" and a box wider than the screen, planted in
-    one slide of a deck, are each reported at both sizes; the deck's other slides are not."""
+    """The control: raw TeX, 70 words, a pointer to "the cell below", a box wider than the screen and a figure
+    whose label is 10 px on the screen, planted in one slide of a deck, are each reported at both sizes (the
+    label is 13 px at 1920x1080); a raster image planted in another deck is reported; the other slides are
+    not."""
     if check_site.find_chromium() is None:
         pytest.skip("Chromium is needed for the slides' browser check")
     shutil.copytree(kit / "slides", tmp_path / "slides")
     deck = tmp_path / "slides" / f"{CHAPTERS[0]}.html"
     filler = " ".join(["word"] * 60)
     planted = (f"<section><h3>Planted</h3><p>Why divide by $\\sqrt{{d_k}}$? The cell below shows it. {filler}</p>"
-               '<div style="width: 2000px; height: 20px; background: red"></div></section>\n')
+               '<div style="width: 2000px; height: 20px; background: red"></div>'
+               '<svg class="figure" role="img" aria-label="planted" width="200" height="50" viewBox="0 0 200 50">'
+               '<text x="10" y="30" style="font-size: 10.4px">tiny label</text></svg></section>\n')
     deck.write_text(deck.read_text().replace("<section>", planted + "<section>", 1))
+    raster = tmp_path / "slides" / f"{CHAPTERS[1]}.html"
+    raster.write_text(raster.read_text().replace("</section>", '<img src="data:image/png;base64,iVBORw0KGgo'
+                                                 'AAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0g'
+                                                 'AAAABJRU5ErkJggg==" alt="planted raster"></section>', 1))
     for other in (tmp_path / "slides").glob("*.html"):
-        if other not in (deck, tmp_path / "slides" / "index.html"):
+        if other not in (deck, raster, tmp_path / "slides" / "index.html"):
             other.unlink()
     problems, _ = check_site.check_slides(tmp_path / "slides", tmp_path / "shots")
-    assert all(", slide 0 ('Planted" in line for line in problems), problems
+    in_deck = [line for line in problems if line.startswith(deck.name)]
+    assert all(", slide 0 ('Planted" in line for line in in_deck), in_deck
     for size in ("1280x800", "1920x1080"):
-        found = " ".join(line for line in problems if f" at {size}," in line)
+        found = " ".join(line for line in in_deck if f" at {size}," in line)
         assert "words (at most 60)" in found and "raw TeX" in found and "points into the notebook" in found
         assert "cut at the edge of the screen" in found
+        assert "a figure's text 'tiny label' is" in found
+        assert [line for line in problems if line.startswith(f"{raster.name} at {size}: 1 raster images")]
+    assert not [line for line in problems if line.startswith(raster.name) and "raster" not in line], problems
 
 
 def test_unknown_chapter_is_a_clear_error(tmp_path):

@@ -383,10 +383,12 @@ async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
   const text = document.querySelector('.reveal .slides').textContent;   // hidden slides too
   const images = [...document.querySelectorAll('.reveal img')].map(i => ({alt: i.alt, width: i.naturalWidth}));
+  const figures = [...document.querySelectorAll('.reveal svg.figure')].map(f => ({
+      label: f.getAttribute('aria-label') || '', texts: f.querySelectorAll('text').length}));
   return {slides: document.querySelectorAll('.reveal .slides > section').length,
           ready: !!document.querySelector('.reveal.ready'),
           maths: document.querySelectorAll('mjx-container').length,
-          errors: (text.match(/Traceback|Error:/g) || []).length, images};
+          errors: (text.match(/Traceback|Error:/g) || []).length, images, figures};
 }
 """
 
@@ -398,7 +400,7 @@ async (index) => {
   await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
   const slide = Reveal.getCurrentSlide();
   const walker = document.createTreeWalker(slide, NodeFilter.SHOW_TEXT, {acceptNode: node =>
-      node.parentElement.closest('mjx-container, pre, script, style') ? NodeFilter.FILTER_REJECT
+      node.parentElement.closest('mjx-container, pre, script, style, svg') ? NodeFilter.FILTER_REJECT
                                                                      : NodeFilter.FILTER_ACCEPT});
   let text = '';
   while (walker.nextNode()) { text += walker.currentNode.textContent + ' '; }
@@ -409,7 +411,25 @@ async (index) => {
     return box.width > 0 && box.height > 0 && (box.top < canvas.top - 2 || box.bottom > canvas.bottom + 2 ||
                                                box.left < canvas.left - 2 || box.right > canvas.right + 2);
   }).map(element => element.tagName.toLowerCase());
-  return {words: (text.match(/[A-Za-z0-9][\w'’.-]*/g) || []).length,
+  // the smallest label inside the slide's figures, in screen pixels: a font size times the scale from its SVG's
+  // units to the screen (the SVG's viewBox and reveal.js's scaling of the canvas both count). A label typeset as
+  // maths is a <text> of <tspan>s: its size is that of its largest glyphs, as sub- and superscripts are set
+  // smaller by design; the smallest of those is reported too.
+  const px = element => {
+    const ctm = element.getScreenCTM();
+    return parseFloat(getComputedStyle(element).fontSize) * Math.hypot(ctm.a, ctm.b);
+  };
+  let smallest = null, script = null;
+  for (const label of slide.querySelectorAll('svg.figure text')) {
+    if (label.getBoundingClientRect().width === 0 || !label.textContent.trim()) continue;
+    const spans = [...label.querySelectorAll('tspan')].filter(span => span.textContent.trim());
+    const sizes = spans.length ? spans.map(px) : [px(label)];
+    const size = Math.max(...sizes), text = label.textContent.trim().replace(/\s+/g, ' ').slice(0, 30);
+    if (smallest === null || size < smallest.px) smallest = {px: size, text};
+    if (script === null || Math.min(...sizes) < script) script = Math.min(...sizes);
+  }
+  if (smallest) smallest.script = script;
+  return {words: (text.match(/[A-Za-z0-9][\w'’.-]*/g) || []).length, smallest,
           raw: text.match(/\$|\\[a-zA-Z]+|\*\*|`/g) || [],
           references: text.match(new RegExp('\\b(cells?|listing|code|printout|output|assertion|exercises)\\b' +
                                             '[^.]{0,40}\\b(below|above)\\b|\\b(below|above)\\s*[.:]|' +
@@ -420,14 +440,18 @@ async (index) => {
 
 SLIDE_SIZES = ((1280, 800), (1920, 1080))   # a laptop's window and a 1080p projector
 SLIDE_WORD_LIMIT = 60
+SLIDE_LABEL_PX = 18     # the smallest text in a slide's figure, in screen pixels, at every size
 
 
 def check_slides(slides_dir: Path, out_dir: Path) -> tuple[list[str], list[str]]:
     """Open every deck of tools/slides.py (served from slides_dir, no network) at each of SLIDE_SIZES: reveal.js
-    started, every formula typeset by the bundled MathJax, every image loaded with alt text, no error output;
-    then every slide shown in turn, with a screenshot each (`DECK_WIDTHxHEIGHT_sNN.jpg`, NN from 0): at most
-    SLIDE_WORD_LIMIT words outside maths, no raw TeX or Markdown, no "the cell below", nothing cut at the
-    canvas's edges. Returns (problems, report lines)."""
+    started, every formula typeset by the bundled MathJax, every figure an SVG with its text kept as text and a
+    label for screen readers (no raster image), no error output; then every slide shown in turn, with a
+    screenshot each (`DECK_WIDTHxHEIGHT_sNN.jpg`, NN from 0): at most SLIDE_WORD_LIMIT words outside maths, no
+    raw TeX or Markdown, no "the cell below", nothing cut at the canvas's edges, no text in a figure under
+    SLIDE_LABEL_PX screen pixels (a label typeset as maths counts its largest glyphs: sub- and superscripts are
+    smaller by design). Returns (problems, report lines; at the first size, each deck's smallest figure label
+    and smallest sub- or superscript, in screen pixels)."""
     from playwright.sync_api import sync_playwright
 
     chromium = find_chromium()
@@ -437,7 +461,8 @@ def check_slides(slides_dir: Path, out_dir: Path) -> tuple[list[str], list[str]]
     out_dir.mkdir(parents=True, exist_ok=True)
     decks = sorted(p.name for p in slides_dir.glob("*.html") if p.name != "index.html")
     problems = [] if decks else [f"{slides_dir}: no decks"]
-    report = [f"{'deck':<36s} {'slides':>6s} {'maths':>6s} {'images':>6s} {'words':>6s}"]
+    report = [f"{'deck':<36s} {'slides':>6s} {'maths':>6s} {'figures':>7s} {'words':>6s} {'label px':>8s} "
+              f"{'script px':>9s}"]
     with serve(slides_dir) as base, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         for width, height in SLIDE_SIZES:
@@ -454,17 +479,26 @@ def check_slides(slides_dir: Path, out_dir: Path) -> tuple[list[str], list[str]]
                     problems.append(f"{where}: reveal.js did not start")
                 if info["errors"]:
                     problems.append(f"{where}: error output on a slide")
-                for image in info["images"]:
-                    if image["width"] == 0 or not image["alt"]:
-                        problems.append(f"{where}: an image that did not load or has no alt text "
-                                        f"({image['alt'][:40]!r})")
+                if info["images"]:
+                    problems.append(f"{where}: {len(info['images'])} raster images; slide figures are SVG")
+                for figure in info["figures"]:
+                    if not figure["texts"] or not figure["label"]:
+                        problems.append(f"{where}: a figure without text kept as text or without a label "
+                                        f"({figure['label'][:40]!r})")
                 problems += [f"{where}: requested a resource outside the deck's folder: {url}" for url in outside]
-                most = 0
+                most, smallest, script = 0, None, None
                 for index in range(info["slides"]):
                     slide = page.evaluate(_SLIDE_JS, index)
                     page.screenshot(path=str(out_dir / f"{deck[:-5]}_{width}x{height}_s{index:02d}.jpg"), quality=80)
                     most = max(most, slide["words"])
                     at = f"{where}, slide {index} ({slide['text'][:40]!r})"
+                    label = slide["smallest"]
+                    if label is not None:
+                        smallest = label["px"] if smallest is None else min(smallest, label["px"])
+                        script = label["script"] if script is None else min(script, label["script"])
+                        if label["px"] < SLIDE_LABEL_PX - 0.05:
+                            problems.append(f"{at}: a figure's text {label['text']!r} is {label['px']:.1f} px "
+                                            f"(at least {SLIDE_LABEL_PX})")
                     if slide["words"] > SLIDE_WORD_LIMIT:
                         problems.append(f"{at}: {slide['words']} words (at most {SLIDE_WORD_LIMIT})")
                     if slide["raw"]:
@@ -474,8 +508,9 @@ def check_slides(slides_dir: Path, out_dir: Path) -> tuple[list[str], list[str]]
                     if slide["cut"]:
                         problems.append(f"{at}: cut at the edge of the screen: {slide['cut'][:4]}")
                 if (width, height) == SLIDE_SIZES[0]:
-                    report.append(f"{deck:<36s} {info['slides']:>6d} {info['maths']:>6d} {len(info['images']):>6d} "
-                                  f"{most:>6d}")
+                    report.append(f"{deck:<36s} {info['slides']:>6d} {info['maths']:>6d} {len(info['figures']):>7d} "
+                                  f"{most:>6d} {'-' if smallest is None else f'{smallest:.1f}':>8s} "
+                                  f"{'-' if script is None else f'{script:.1f}':>9s}")
                 page.close()
             context.close()
         browser.close()

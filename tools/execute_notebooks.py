@@ -74,8 +74,26 @@ def _strip_metadata(nb) -> None:
     nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
 
 
-def notebook_client(nb, **options):
+# Run inside the kernel when a chapter is executed for storage: tools/slide_figures.py as a module of its own,
+# recording the figures of `slide` cells as SVG (the user's namespace is left as it was).
+_SLIDE_SETUP = """
+def _course_slide_setup():
+    import sys, types
+    module = types.ModuleType("course_slide_figures")
+    module.__file__ = {path!r}
+    exec(compile({source!r}, {path!r}, "exec"), module.__dict__)
+    sys.modules["course_slide_figures"] = module
+    module.recorder = module.Recorder({directory!r})
+_course_slide_setup()
+del _course_slide_setup
+"""
+_SLIDE_CELL = '__import__("sys").modules["course_slide_figures"].recorder.cell({name!r}, {figsize!r})'
+
+
+def notebook_client(nb, slide_dir: Path | None = None, **options):
     """nbclient's NotebookClient for `nb`, waiting for each cell's reply in slices of at most a second.
+    With `slide_dir`, the figures of cells tagged `slide` are also saved there as SVG (tools/slide_figures.py),
+    named CELL-ID-K.svg.
 
     With widgets on the page nbclient, acting as their front end, sends comm messages on the shell socket
     while it waits on that socket for the cell's reply; the socket's edge-triggered readiness can then be
@@ -103,6 +121,28 @@ def notebook_client(nb, **options):
             kc.shell_channel.get_msg = get_msg_in_slices
             return kc
 
+        async def _hidden(self, code: str) -> None:
+            """Run `code` in the kernel without a cell: no output, no history."""
+            reply = await self.async_wait_for_reply(self.kc.execute(code, silent=True, store_history=False))
+            if reply is None or reply["content"]["status"] != "ok":
+                raise RuntimeError(f"slide figures: the kernel could not run {code[:60]!r}: "
+                                   f"{(reply or {}).get('content', {}).get('evalue')}")
+
+        async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
+            if slide_dir is not None and cell.cell_type == "code":
+                from . import slide_figures
+                if not getattr(self, "_slides_ready", False):
+                    source = Path(slide_figures.__file__)
+                    await self._hidden(_SLIDE_SETUP.format(path=str(source), source=source.read_text(),
+                                                           directory=str(slide_dir)))
+                    self._slides_ready, self._slide_cell = True, (None, None)
+                name = cell.get("id") if slide_figures.SLIDE_TAG in cell.metadata.get("tags", []) else None
+                figsize = cell.metadata.get("slide_figsize") if name else None
+                if (name, figsize) != self._slide_cell:
+                    await self._hidden(_SLIDE_CELL.format(name=name, figsize=figsize and tuple(figsize)))
+                    self._slide_cell = (name, figsize)
+            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+
     return _Client(nb, **options)
 
 
@@ -111,14 +151,22 @@ def execute(path: str, store: bool = True) -> tuple[str, float]:
 
     nb_path = Path(path).resolve()
     nb = nbformat.read(nb_path, as_version=4)
+    slide_dir = None
+    if store:                       # (imported here: --run-only runs this file as a script and stores nothing)
+        from . import slide_figures
+        slide_dir = slide_figures.figure_dir(nb_path)
+        for old in [*slide_dir.glob("*.svg"), *slide_dir.glob("*.error")]:   # this run writes them afresh
+            old.unlink()
     start = time.perf_counter()
-    client = notebook_client(nb, timeout=TIMEOUT_S, kernel_name="python3", record_timing=False,
-                             store_widget_state=True, resources={"metadata": {"path": str(nb_path.parent)}})
+    client = notebook_client(nb, slide_dir=slide_dir, timeout=TIMEOUT_S, kernel_name="python3",
+                             record_timing=False, store_widget_state=True,
+                             resources={"metadata": {"path": str(nb_path.parent)}})
     client.execute()
     elapsed = time.perf_counter() - start
     if store:
         _strip_metadata(nb)
         nbformat.write(nb, nb_path)
+        slide_figures.write_manifest(nb_path, nb.cells)
     return str(nb_path.relative_to(ROOT)), elapsed
 
 

@@ -4,7 +4,9 @@
 A chapter marks what belongs on its slides with the cell tag `slide`:
 - a Markdown cell gives its headings, display equations and lists (its key equations and summaries); a cell
   with none of these gives its first paragraph;
-- a code cell gives its figures, each with the figure's caption (or, without figures, its printed output).
+- a code cell gives its figures, each with the figure's caption (or, without figures, its printed output). A
+  figure is the SVG that tools/slide_figures.py saved when the chapter was executed: its text kept as text
+  and enlarged so that the smallest label is 18 pixels on a 1280x800 screen.
 Each deck opens with the chapter's title and learning objectives and ends with its exercises, by number and
 title ("Exercise 3.6 Masked softmax"). The MyST of the chapters (citations, cross-references, roles) is turned
 into plain Markdown as for the Colab notebooks (tools/colab.py), then into HTML with markdown-it-py; maths, in
@@ -13,10 +15,11 @@ headings and captions too, is typeset by MathJax in the browser.
 A slide is something to project, not a page to read: at most WORD_LIMIT visible words (maths excluded, the
 title included). A paragraph or a caption keeps its leading sentences that fit, a list goes on over as many
 slides as it needs, and a sentence that points into the notebook ("the cell above", "we check this below") is
-left out. Figures are sized in reveal.js's 1280x800 canvas, so a slide that fits there fits any screen.
+left out. Figures are sized in reveal.js's 1280x800 canvas (FIGURE_BOX_PX), so a slide that fits there fits any
+screen.
 
 reveal.js (from the npm registry, fetched by `tools/run.py setup` into .venv/share) and MathJax (the copy the
-website serves, from sphinx-mathjax-offline) are copied next to the decks, and figures are embedded in the
+website serves, from sphinx-mathjax-offline) are copied next to the decks, and figures are inline SVG in the
 HTML, so a deck works offline from a folder or a zip.
 
     python -m tools.slides --out _build/workshop/slides [book/NAME.ipynb ...]   # default: the chapters of _toc.yml
@@ -37,11 +40,10 @@ from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from .book import cell_source, exercise_prefix
 from .colab import Context, Site, build_site, convert_markdown
+from .slide_figures import FIGURE_BOX_PX, SLIDE_TAG, inline_svg, slide_svgs, stored_pngs
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARE = ROOT / ".venv" / "share"   # where `tools/run.py setup` puts reveal.js's tarball (its version is set there)
-SLIDE_TAG = "slide"
-
 
 
 def _markdown_renderer() -> MarkdownIt:
@@ -231,10 +233,6 @@ def _exercise_titles(cells: list[dict], notebook: Path) -> list[str]:
     return titles
 
 
-def _figures(cell: dict) -> list[str]:
-    return [o["data"]["image/png"] for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
-
-
 def _printed(cell: dict) -> str:
     return "".join("".join(o.get("text", "")) for o in cell.get("outputs", []) if o.get("output_type") == "stream")
 
@@ -272,6 +270,7 @@ def deck(notebook: Path, site: Site) -> tuple[str, str, int]:
     if objectives:
         slides += text_slides("Learning objectives", [convert(objectives)])
     section_title = chapter_title
+    figure_count = 0
     for cell in cells:
         source = cell_source(cell)
         if cell["cell_type"] == "markdown":
@@ -285,12 +284,17 @@ def deck(notebook: Path, site: Site) -> tuple[str, str, int]:
             continue
         figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
         alt = cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt", figure.get("caption", ""))
-        images = _figures(cell)
         caption = _on_a_slide(convert(figure.get("caption", "")), WORD_LIMIT - visible_words(section_title))
         caption_html = f"<p class=\"caption\">{_inline(caption)}</p>" if caption else ""
-        if images:
-            for png in images:
-                image = f"<img src=\"data:image/png;base64,{png.strip()}\" alt=\"{html.escape(alt, quote=True)}\">"
+        if stored_pngs(cell):
+            svgs = slide_svgs(notebook, cell)
+            if svgs is None:
+                raise ValueError(f"{notebook.name}: the slide figures of cell {cell.get('id')} are missing or come "
+                                 f"from another run than its stored outputs; execute the chapter again "
+                                 f"(python -m tools.execute_notebooks {notebook.relative_to(ROOT)})")
+            for svg in svgs:
+                figure_count += 1
+                image = inline_svg(svg, f"f{figure_count}", alt)
                 slides.append(_section(_inline(section_title), f"{image}\n{caption_html}"))
         elif _printed(cell):
             printed = "\n".join(_printed(cell).rstrip().splitlines()[:PRINTED_LINES])
@@ -303,7 +307,8 @@ def deck(notebook: Path, site: Site) -> tuple[str, str, int]:
         prefix = exercise_prefix(context.docname, site.titles[context.docname])   # "Exercise 3.6", as everywhere
         items = "\n".join(f"- **Exercise {prefix}.{k}** {title}" for k, title in enumerate(titles, start=1))
         slides += text_slides("Exercises", [items])
-    page = PAGE.format(title=html.escape(chapter_title), slides="\n".join(slides))
+    page = PAGE.format(title=html.escape(chapter_title), slides="\n".join(slides), box_width=FIGURE_BOX_PX[0],
+                       box_height=FIGURE_BOX_PX[1])
     return chapter_title, page, len(slides)
 
 
@@ -320,8 +325,9 @@ PAGE = """<!doctype html>
   .reveal h2 {{ font-size: 1.9em; }}
   .reveal h3 {{ font-size: 1.2em; text-transform: none; }}
   /* sizes in the 1280x800 canvas that reveal.js scales to the screen: a slide fits any screen it fits here */
-  .reveal img {{ height: 480px; width: auto; max-width: 1180px; object-fit: contain; background: white;
-                margin: 0.2em auto; }}
+  /* figures: inline SVG, sized by tools/slide_figures.py to fit FIGURE_BOX_PX of this canvas */
+  .reveal svg.figure {{ display: block; margin: 0.2em auto; max-width: {box_width}px; max-height: {box_height}px;
+                       background: white; }}
   .reveal .caption {{ font-size: 0.75em; color: #333; margin: 0.2em 4%; }}
   .reveal .subtitle {{ color: #555; }}
   .reveal pre {{ font-size: 0.5em; box-shadow: none; }}

@@ -180,7 +180,9 @@ def retina(fig: Figure, scale: int = 2):
     fig.savefig(buffer, format="png", dpi=scale * fig.dpi, facecolor=fig.get_facecolor())
     width = round(fig.get_figwidth() * fig.dpi)
     plt.close(fig)
-    return Image(data=buffer.getvalue(), format="png", width=width)
+    image = Image(data=buffer.getvalue(), format="png", width=width)
+    image.figure = fig   # closed, kept so that the workshop slides can save it again as SVG (tools/slide_figures.py)
+    return image
 
 
 # ------------------------------------------------------------------------------------ 1. the bottleneck

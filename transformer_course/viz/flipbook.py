@@ -169,7 +169,8 @@ class FlipBook:
                 table["|".join(map(str, choice))] = seen[uri]
             self.index.append(table)
         draw_default = figure or (lambda: self.panels[0].draw(**{u: self.defaults[u] for u in self.panels[0].uses}))
-        self.png = figure_bytes(draw_default(), figure_dpi, 64, "png")
+        self.figure = draw_default()   # the default drawing, kept for slides as SVG (tools/slide_figures.py)
+        self.png = figure_bytes(self.figure, figure_dpi, 64, "png")
         self.html = self._html()
 
     @property
