@@ -219,16 +219,17 @@ def test_every_deck_opens_offline_with_maths_and_figures(kit, tmp_path):
 
 
 def test_the_slide_check_finds_a_slide_spoilt_on_purpose(kit, tmp_path):
-    """The control: raw TeX, 70 words, a pointer to "the cell below", a box wider than the screen and a figure
-    whose label is 10 px on the screen, planted in one slide of a deck, are each reported at both sizes (the
-    label is 13 px at 1920x1080); a raster image planted in another deck is reported; the other slides are
-    not."""
+    """The control: raw TeX (and "\\_" inside \\text{}), 70 words, a pointer to "the cell below", a box wider than
+    the screen and a figure whose label is 10 px on the screen, planted in one slide of a deck, are each reported
+    at both sizes (the label is 13 px at 1920x1080); a raster image planted in another deck is reported; the
+    other slides are not."""
     if check_site.find_chromium() is None:
         pytest.skip("Chromium is needed for the slides' browser check")
     shutil.copytree(kit / "slides", tmp_path / "slides")
     deck = tmp_path / "slides" / f"{CHAPTERS[0]}.html"
     filler = " ".join(["word"] * 60)
-    planted = (f"<section><h3>Planted</h3><p>Why divide by $\\sqrt{{d_k}}$? The cell below shows it. {filler}</p>"
+    planted = (f"<section><h3>Planted</h3><p>Why divide by $\\sqrt{{d_k}}$? The cell below shows it. {filler} "
+               "\\(\\text{warm\\_up}\\)</p>"
                '<div style="width: 2000px; height: 20px; background: red"></div>'
                '<svg class="figure" role="img" aria-label="planted" width="200" height="50" viewBox="0 0 200 50">'
                '<text x="10" y="30" style="font-size: 10.4px">tiny label</text></svg></section>\n')
@@ -246,6 +247,7 @@ def test_the_slide_check_finds_a_slide_spoilt_on_purpose(kit, tmp_path):
     for size in ("1280x800", "1920x1080"):
         found = " ".join(line for line in in_deck if f" at {size}," in line)
         assert "words (at most 60)" in found and "raw TeX" in found and "points into the notebook" in found
+        assert "warm\\\\_up" in found                        # a macro MathJax typeset as typed, inside \text{}
         assert "cut at the edge of the screen" in found
         assert "a figure's text 'tiny label' is" in found
         assert [line for line in problems if line.startswith(f"{raster.name} at {size}: 1 raster images")]

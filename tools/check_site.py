@@ -119,9 +119,25 @@ def check_redirects(html_dir: Path) -> list[str]:
     return problems
 
 
+# A macro that MathJax typesets as the characters typed: inside \text{} it reads text only, so "\_" stays "\_"
+# (a backslash among a text's characters, each an <mjx-c> named by its code point, or in an <mjx-utext>).
+_TYPED_MACROS_JS = r"""
+  const typedMacros = root => {
+  const typed = [];
+  for (const text of root.querySelectorAll('mjx-mtext, mjx-utext')) {
+    const chars = text.tagName === 'MJX-UTEXT' ? text.textContent : [...text.querySelectorAll('mjx-c')].map(c => {
+      const code = (c.className.match(/mjx-c([0-9A-F]+)/) || [])[1];
+      return code ? String.fromCodePoint(parseInt(code, 16)) : '';
+    }).join('');
+    if (chars.includes('\\')) typed.push(chars);
+  }
+  return typed;
+  };
+"""
+
 # Runs in the page: collects everything the Python side asserts on.
 _INSPECT_JS = r"""
-async () => {
+async () => {""" + _TYPED_MACROS_JS + r"""
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
   const article = document.querySelector('article') || document.body;
   const text = article.innerText;
@@ -130,6 +146,7 @@ async () => {
     const at = text.indexOf(pattern);
     if (at >= 0) raw.push(text.slice(Math.max(0, at - 30), at + 40).replace(/\s+/g, ' '));
   }
+  raw.push(...typedMacros(article));
   const images = [...article.querySelectorAll('img')].map(img => ({
     src: img.getAttribute('src'), loaded: img.complete && img.naturalWidth > 0,
     alt: (img.getAttribute('alt') || '').trim(),
@@ -395,7 +412,7 @@ async () => {
 # One slide, shown: its words outside maths and printouts, raw TeX or Markdown left in its text, sentences that
 # point into a notebook, and every element that reaches outside reveal.js's scaled canvas (cut on the screen).
 _SLIDE_JS = r"""
-async (index) => {
+async (index) => {""" + _TYPED_MACROS_JS + r"""
   Reveal.slide(index);
   await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
   const slide = Reveal.getCurrentSlide();
@@ -430,7 +447,7 @@ async (index) => {
   }
   if (smallest) smallest.script = script;
   return {words: (text.match(/[A-Za-z0-9][\w'’.-]*/g) || []).length, smallest,
-          raw: text.match(/\$|\\[a-zA-Z]+|\*\*|`/g) || [],
+          raw: typedMacros(slide).concat(text.match(/\$|\\[a-zA-Z]+|\*\*|`/g) || []),
           references: text.match(new RegExp('\\b(cells?|listing|code|printout|output|assertion|exercises)\\b' +
                                             '[^.]{0,40}\\b(below|above)\\b|\\b(below|above)\\s*[.:]|' +
                                             '\\b(below|above) the (figure|cell|listing|table)', 'gi')) || [],

@@ -413,8 +413,8 @@ def training_verdict(steps: int, seconds: float, first: float, last: float,
     if ratio > SLOW_FACTOR:
         return Check("training", True, f"{detail}: slow, {ratio:.0f}x the course's 2-core test machine "
                      f"({reference:.1f} s)", f"the chapters' training cells will take about {ratio:.0f}x the times "
-                     "they show; close other programs, or use Google Colab (its CPU runtime is enough; a GPU "
-                     "runtime shortens the training cells of chapters 2 and 9)",
+                     "they show; close other programs, or use Google Colab (its CPU runtime is enough: the "
+                     "chapters train on the CPU)",
                      warning=True)
     return Check("training", True, f"{detail} (the course's 2-core test machine: {reference:.1f} s)")
 
