@@ -59,6 +59,30 @@ def _enlarge_text(fig, floor: float) -> bool:
     return enlarged
 
 
+def _fit_boxes(fig) -> None:
+    """Widen and heighten each box of a diagram (a FancyBboxPatch of an axes) around the text centred in it,
+    once that text is enlarged: a diagram draws its boxes for the page's text size."""
+    from matplotlib.patches import FancyBboxPatch
+
+    renderer = fig._get_renderer()
+    for ax in fig.axes:
+        boxes = [p for p in ax.patches if isinstance(p, FancyBboxPatch)]
+        for text in ax.texts:
+            x, y = text.get_position()
+            for box in boxes:
+                left, bottom, width, height = box.get_x(), box.get_y(), box.get_width(), box.get_height()
+                if not (left <= x <= left + width and bottom <= y <= bottom + height):
+                    continue
+                extent = text.get_window_extent(renderer).transformed(ax.transData.inverted())  # data units
+                pad = 0.15 * abs(extent.height)
+                need_w, need_h = abs(extent.width) + 2 * pad, abs(extent.height) + pad
+                if need_w > width or need_h > height:
+                    width, height = max(width, need_w), max(height, need_h)
+                    box.set_bounds(left + box.get_width() / 2 - width / 2, bottom + box.get_height() / 2 - height / 2,
+                                   width, height)
+                    box.set_clip_on(False)               # a box grown past the axes' edge is not cut there
+
+
 def slide_svg(fig, figsize: tuple[float, float] | None = None) -> str:
     """The figure as SVG (text as text, stable ids), its small text enlarged for a slide. A copy is enlarged, so
     the figure (and the PNG the notebook stores) stays as it was. Enlarging text widens the tight box, which
@@ -74,6 +98,7 @@ def slide_svg(fig, figsize: tuple[float, float] | None = None) -> str:
         svg = _render_svg(fig)                           # measured as written: the SVG renderer's own text extents
         if not _enlarge_text(fig, MIN_LABEL_PX / slide_scale(*svg_size_pt(svg))):
             return svg
+        _fit_boxes(fig)
     raise ValueError(f"its text cannot reach {MIN_LABEL_PX} px on a slide at {fig.get_size_inches().round(1)} "
                      "inches: each enlargement widens the figure as much (text placed beside data, too long for a "
                      "slide?); give the cell a `slide_figsize` (inches, nearer the slide's shape) in its metadata, "
