@@ -262,7 +262,7 @@ def rnnsearch_diagram(S: int = 4) -> Figure:
     _box(ax, x_cur, y_bwd, 0.62, h, "$s_t$", FILL["rnn"])
     _arrow(ax, (x_prev + 0.31, y_bwd), (x_cur - 0.31, y_bwd))
     _arrow(ax, (x_prev, y_bwd + h / 2), (enc_mid + span / 2, y_a - 0.05))
-    _shape(ax, x_prev + 0.02, y_bwd + 0.45, "(B, D)")
+    _shape(ax, x_prev + 0.1, y_bwd + h / 2 + 0.14, "(B, D)")   # low, clear of "(B, S, 2D)" on a slide
     _note(ax, x_cur, y_x, "$E y_{t-1}$")
     _arrow(ax, (x_cur, y_x + 0.15), (x_cur, y_bwd - h / 2))
     _shape(ax, x_cur + 0.06, (y_x + y_bwd) / 2, "(B, E)")
