@@ -18,7 +18,7 @@ def _font_px(svg: str) -> list[float]:
     maths (<tspan>s) that of its largest glyphs (sub- and superscripts are smaller by design)."""
     width, height = map(float, re.search(r'width="([\d.]+)pt" height="([\d.]+)pt"', svg).groups())
     scale = slide_figures.slide_scale(width, height)
-    return [max(map(float, re.findall(r"font-size: ([\d.]+)px", label))) * scale
+    return [max(map(float, re.findall(r"font(?:-size)?: ([\d.]+)px", label))) * scale
             for label in re.findall(r"<text\b.*?</text>", svg, flags=re.S)]
 
 
