@@ -19,6 +19,7 @@ everything above the line "host side" imports only what a chapter's kernel has: 
 from __future__ import annotations
 
 import hashlib
+import html
 import io
 import json
 import re
@@ -259,15 +260,12 @@ def slide_svgs(notebook: Path, cell: dict) -> list[str] | None:
 def inline_svg(svg: str, prefix: str, alt: str) -> str:
     """An SVG file of slide_svg as an element of an HTML page: sized in CSS pixels as slide_svg planned
     (FIGURE_BOX_PX), its ids prefixed (several figures share a deck), labelled for screen readers."""
-    root = re.search(r"<svg\b[^>]*>", svg)
-    size = root and re.search(r'\swidth="([\d.]+)pt"\s+height="([\d.]+)pt"', root.group(0))
-    if size is None:
-        raise ValueError(f"{prefix}: expected an SVG whose width and height are in points")
     width_pt, height_pt = svg_size_pt(svg)
     scale = slide_scale(width_pt, height_pt)
-    label = alt.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
-    opening = root.group(0).replace(size.group(0), f' width="{width_pt * scale:.0f}" height="{height_pt * scale:.0f}"'
-                                    f' class="figure" role="img" aria-label="{label}"')
+    root = re.search(r"<svg\b[^>]*>", svg)
+    opening = re.sub(r'\swidth="[\d.]+pt"\s+height="[\d.]+pt"',
+                     f' width="{width_pt * scale:.0f}" height="{height_pt * scale:.0f}" class="figure" role="img" '
+                     f'aria-label="{html.escape(alt, quote=True)}"', root.group(0), count=1)
     body = re.sub(r"\s*<metadata>.*?</metadata>", "", opening + svg[root.end():], flags=re.S)  # RDF for files
     body = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}-\1"', body)
     body = re.sub(r"url\(#([^)]+)\)", rf"url(#{prefix}-\1)", body)
