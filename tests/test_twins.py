@@ -115,10 +115,14 @@ def _pairs():
 
 
 def _compared_arguments(numpy_twin: Twin, torch_twin: Twin) -> tuple[list[str], list[str]]:
-    ours = [name for name in _arguments(numpy_twin.node)
-            if not _matches(name, twins.BY_NATURE["arguments"]) and name not in torch_twin.constructor]
-    theirs = [name for name in _arguments(torch_twin.node) if not _matches(name, twins.BY_NATURE["arguments"])]
-    return ours, theirs
+    """Both argument lists, less what one side takes by nature and the other does not (an argument both take,
+    such as `training` of a function, is compared) and the NumPy arguments the PyTorch module holds."""
+    ours, theirs = _arguments(numpy_twin.node), _arguments(torch_twin.node)
+    ours_compared = [name for name in ours if name not in torch_twin.constructor
+                     and (name in theirs or not _matches(name, twins.BY_NATURE["numpy_arguments"]))]
+    theirs_compared = [name for name in theirs
+                       if name in ours or not _matches(name, twins.BY_NATURE["torch_arguments"])]
+    return ours_compared, theirs_compared
 
 
 def _hyper_parameters(numpy_twin: Twin, torch_twin: Twin) -> tuple[list[str], list[str]]:
@@ -135,16 +139,22 @@ def _signature(node: ast.FunctionDef) -> dict[str, tuple[str | None, str | None]
     positional = [*a.posonlyargs, *a.args]
     defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
     pairs = [*zip(positional, defaults), *zip(a.kwonlyargs, a.kw_defaults)]
-    return {arg.arg: (None if default is None else ast.unparse(default),
+    return {arg.arg: (None if default is None else _library_out(ast.unparse(default)),
                       None if arg.annotation is None else _type(arg.annotation)) for arg, default in pairs}
 
 
 # ---------------------------------------------------------------- returns
 
 def _type(node) -> str:
-    """An annotation with the library taken out: np.ndarray and torch.Tensor are both "Array"."""
-    text = ast.unparse(node)
-    return re.sub(r"\b(np\.ndarray|torch\.Tensor)\b", "Array", text)
+    """An annotation with the library taken out: np.ndarray and torch.Tensor are both "Array", NumPy's
+    DTypeLike and torch.dtype both "DType"."""
+    text = re.sub(r"\b(np\.ndarray|torch\.Tensor)\b", "Array", ast.unparse(node))
+    return re.sub(r"\b(DTypeLike|torch\.dtype)\b", "DType", text)
+
+
+def _library_out(default: str) -> str:
+    """A default with the library taken out: np.float32 and torch.float32 are one default."""
+    return re.sub(r"\b(np|torch)\.(float16|float32|float64|bfloat16|int64)\b", r"\2", default)
 
 
 def _elements(node) -> list[str]:
@@ -251,7 +261,7 @@ def test_twins_give_each_argument_the_same_default_and_type():
                         and n.name == "__init__" and _arguments(n) == torch_twin.constructor)
             theirs = {**_signature(init), **theirs}
         for name in sorted(set(ours) & set(theirs) - {"self"}):
-            if _matches(name, twins.BY_NATURE["arguments"]):
+            if name == "self":
                 continue
             if ours[name][0] != theirs[name][0]:
                 problems.append(f"{numpy_twin.where}({name}=...): default {ours[name][0]} != "

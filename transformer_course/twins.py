@@ -44,22 +44,24 @@ TORCH_ONLY_MODULES = {
     "device": "CUDA / MPS / CPU, mixed precision and torch.compile: NumPy runs on the CPU in one precision",
 }
 
-BY_NATURE = {  # set aside on both sides before the twins are compared (patterns as in fnmatch)
+BY_NATURE = {  # set aside before the twins are compared, each on its own side only (patterns as in fnmatch)
     "names": {
         "init_*": "NumPy builds parameters with init functions; a PyTorch module in its constructor",
         "*_backward": "backward passes by hand; PyTorch's autograd derives them",
         "reset_parameters": "a PyTorch module's initialisation: NumPy's init functions",
     },
-    "arguments": {
-        "self": "a PyTorch method's module",
+    "numpy_arguments": {
         "params": "NumPy layers are pure functions: the parameters come in as a dict",
         "config": "the NumPy model is params + config; the PyTorch model holds its config",
-        "model": "the PyTorch model replaces NumPy's params and config",
         "rng": "NumPy randomness is an explicit generator; PyTorch uses its global one",
         "training": "NumPy passes the mode; a PyTorch module knows its own (model.train() / model.eval())",
         "dtype": "NumPy creates arrays of a dtype; PyTorch converts modules and tensors afterwards",
-        "device": "where PyTorch creates a tensor",
         "*_backward": "the backward functions a NumPy forward needs (autograd finds them in PyTorch)",
+    },
+    "torch_arguments": {
+        "self": "a PyTorch method's module",
+        "model": "the PyTorch model replaces NumPy's params and config",
+        "device": "where PyTorch creates a tensor",
         "need_weights": "NumPy always computes the attention weights; PyTorch only on request, because its fused "
                         "kernel never forms them",
         "fused": "PyTorch's choice of attention kernel (F.scaled_dot_product_attention or written out); NumPy "

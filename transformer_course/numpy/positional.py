@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 __all__ = ["sinusoidal_encoding", "check_length", "sinusoidal_positions_forward", "sinusoidal_positions_backward",
            "init_learned_positions", "learned_positions_forward", "learned_positions_backward",
@@ -27,7 +28,7 @@ def _sinusoidal_table(max_len: int, d_model: int, dtype_name: str) -> np.ndarray
     return table
 
 
-def sinusoidal_encoding(max_len: int, d_model: int, dtype=np.float32) -> np.ndarray:
+def sinusoidal_encoding(max_len: int, d_model: int, dtype: DTypeLike = np.float32) -> np.ndarray:
     """PE[pos, 2i] = sin(pos / 10000^(2i / d_model)), PE[pos, 2i + 1] = cos(pos / 10000^(2i / d_model)).
 
     Computed in float64 (so it equals the PyTorch table to the last bit), returned as `dtype`; a fresh copy.
@@ -142,7 +143,7 @@ def alibi_slopes(n_heads: int) -> np.ndarray:
     return np.array(slopes, dtype=np.float64)            # (H,)
 
 
-def alibi_bias(n_heads: int, n_queries: int, n_keys: int, offset: int = 0, dtype=np.float32) -> np.ndarray:
+def alibi_bias(n_heads: int, n_queries: int, n_keys: int, offset: int = 0, dtype: DTypeLike = np.float32) -> np.ndarray:
     """bias[h, i, j] = -rho_h |(offset + i) - j|: added to head h's scores, it lowers a key's score linearly with
     its distance from the query (queries sit at positions offset .. offset + n_queries - 1, keys at
     0 .. n_keys - 1). In the decoder the causal mask hides j > i, so this is Press et al.'s -rho_h (i - j); in the
