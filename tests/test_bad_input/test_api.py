@@ -74,10 +74,11 @@ def test_replace_and_from_dict_check_too():
 @pytest.fixture
 def saved(tmp_path):
     from transformer_course.data.tasks import reverse_task
-    from transformer_course.training.checkpoint import build_model, save_checkpoint
+    from transformer_course.torch.transformer import Transformer
+    from transformer_course.training.checkpoint import save_checkpoint
     data = reverse_task(n_train=20, n_val=4, n_test=4, max_len=4, seed=0)
     sv, tv = data.build_vocabs()
-    model = build_model(get_preset("tiny").replace(src_vocab_size=len(sv), tgt_vocab_size=len(tv)))
+    model = Transformer(get_preset("tiny").replace(src_vocab_size=len(sv), tgt_vocab_size=len(tv)))
     path = tmp_path / "model.pt"
     save_checkpoint(path, model, src_vocab=sv, tgt_vocab=tv)
     return path

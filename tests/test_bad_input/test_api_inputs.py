@@ -15,7 +15,7 @@ from transformer_course.data.corpora import CorpusError, load_tsv_corpus, read_p
 from transformer_course.data.loader import make_dataloader
 from transformer_course.exercises import ExerciseError
 from transformer_course.exercises.decoder import check_greedy_decode
-from transformer_course.training.checkpoint import build_model
+from transformer_course.torch.transformer import Transformer
 from transformer_course.training.evaluate import evaluate, evaluate_pairs, translate
 
 
@@ -26,7 +26,7 @@ def reverse():
     data = reverse_task(n_train=20, n_val=4, n_test=4, max_len=4, seed=0)
     sv, tv = data.build_vocabs()
     torch.manual_seed(0)
-    model = build_model(get_preset("tiny").replace(src_vocab_size=len(sv), tgt_vocab_size=len(tv)))
+    model = Transformer(get_preset("tiny").replace(src_vocab_size=len(sv), tgt_vocab_size=len(tv)))
     return data, sv, tv, model.eval()
 
 

@@ -9,7 +9,7 @@ try:
     import torch
 
     from transformer_course.data.loader import make_dataloader
-    from transformer_course.training.checkpoint import build_model
+    from transformer_course.torch.transformer import Transformer
 except ModuleNotFoundError:  # without PyTorch, tests/conftest.py skips this folder
     pass
 
@@ -37,7 +37,7 @@ def make_model(toy):
     def make(seed=0, **overrides):
         set_seed(seed)
         config = get_preset("tiny").replace(src_vocab_size=len(sv), tgt_vocab_size=len(tv), **overrides)
-        return build_model(config)
+        return Transformer(config)
     return make
 
 

@@ -11,7 +11,7 @@ def run(out: str | None, global_batch: int, steps: int) -> dict:
     from transformer_course.config import get_preset, get_train_preset
     from transformer_course.data.loader import make_dataloader
     from transformer_course.data.tasks import reverse_task
-    from transformer_course.training.checkpoint import build_model
+    from transformer_course.torch.transformer import Transformer
     from transformer_course.training.ddp import cleanup_distributed, setup_distributed
     from transformer_course.training.trainer import train
     from transformer_course.utils import set_seed
@@ -22,7 +22,7 @@ def run(out: str | None, global_batch: int, steps: int) -> dict:
         data = reverse_task(n_train=48, n_val=16, n_test=16, min_len=2, max_len=6, alphabet="abcdef", seed=0)
         src_vocab, tgt_vocab = data.build_vocabs()
         set_seed(0)
-        model = build_model(get_preset("tiny").replace(src_vocab_size=len(src_vocab),
+        model = Transformer(get_preset("tiny").replace(src_vocab_size=len(src_vocab),
                                                        tgt_vocab_size=len(tgt_vocab)))
         per_process = global_batch // world_size
         loader = make_dataloader(data.train, src_vocab, tgt_vocab, batch_size=per_process, seed=0, rank=rank,

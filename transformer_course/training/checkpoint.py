@@ -27,10 +27,11 @@ import numpy as np
 from .._optional import require, torch  # without PyTorch: an ImportError that names the extra to install
 from ..config import ModelConfig, TrainConfig
 from ..data.vocab import Vocab
+from ..torch.transformer import Transformer
 from ..utils import atomic_write, atomic_write_text, sha256sum
 
 __all__ = ["FORMAT", "PRETRAINED_FORMAT", "CheckpointError", "unwrap_model", "atomic_save", "get_rng_state",
-           "set_rng_state", "save_checkpoint", "load_checkpoint", "check_vocabs", "build_model",
+           "set_rng_state", "save_checkpoint", "load_checkpoint", "check_vocabs",
            "model_from_checkpoint", "average_state_dicts", "average_checkpoints", "export_pretrained",
            "load_pretrained", "pretrained_dir", "pretrained_names"]
 
@@ -164,20 +165,10 @@ def check_vocabs(checkpoint: dict, src_vocab: Vocab | None, tgt_vocab: Vocab | N
                                   "a new run")
 
 
-def build_model(model_config: ModelConfig | dict) -> torch.nn.Module:
-    """A fresh `Transformer` for `model_config`."""
-    from ..torch.transformer import Transformer
-    if isinstance(model_config, dict):
-        model_config = ModelConfig.from_dict(model_config)
-    if not isinstance(model_config, ModelConfig):
-        raise TypeError(f"model_config: expected a ModelConfig or its dict, got {type(model_config).__name__}")
-    return Transformer(model_config)
-
-
 def _rebuild(path: Path, model_config, load_weights) -> torch.nn.Module:
     """A model built from a stored config, its weights loaded; any mismatch is a CheckpointError naming `path`."""
     try:
-        model = build_model(model_config)
+        model = Transformer(ModelConfig.from_dict(model_config))
     except (TypeError, ValueError) as err:
         raise CheckpointError(f"{path}: its model config cannot be used ({err})") from None
     try:

@@ -20,8 +20,9 @@ from .._optional import torch  # without PyTorch: an ImportError that names the 
 from ..config import ModelConfig, TrainConfig
 from ..data.loader import make_dataloader
 from ..data.vocab import Vocab
+from ..torch.transformer import Transformer
 from ..utils import atomic_write_text, set_seed
-from .checkpoint import build_model, save_checkpoint
+from .checkpoint import save_checkpoint
 from .evaluate import evaluate_task, make_evaluator
 
 __all__ = ["VAL_BATCH_SIZE", "cpu_settings", "finish_run", "prepare_run"]
@@ -55,7 +56,7 @@ def prepare_run(data, vocabs: tuple[Vocab, Vocab], model_config: ModelConfig, tr
     evaluation point (None when the task has no validation pairs)."""
     src_vocab, tgt_vocab = vocabs
     set_seed(train_config.seed)
-    model = build_model(model_config)
+    model = Transformer(model_config)
     train_loader = make_dataloader(data.train, src_vocab, tgt_vocab, batch_size=train_config.batch_size,
                                    seed=train_config.seed, max_len=model_config.max_len,
                                    num_workers=train_config.num_workers, rank=rank, world_size=world_size)
