@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
 import os
 import re
 import shlex
@@ -35,14 +34,12 @@ from .config import (
     ModelConfig,
     TrainConfig,
     get_preset,
-    tokenization_for,
     train_preset_for,
     train_recipe,
 )
 
 PROG = "transformer-course"
 TASK_CHOICES = tuple(STOP_RULES)                  # every task the CLI trains has its stop rule there
-MULTI30K_LANGUAGES = ("en", "de", "fr")           # of Multi30k's task 1, those the course's --src-lang takes
 # the files `train` writes into --out; a folder holding any of them is a run
 RUN_FILES = ("model.pt", "last.pt", "best.pt", "averaged.pt", "src_vocab.json", "tgt_vocab.json", "history.json")
 EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
@@ -241,80 +238,39 @@ def _check_data_flags(args) -> None:
                              f"(the task is {args.task!r})")
 
 
-def _languages(args) -> tuple[str, str]:
-    """(source, target) language: the flags given, the task's defaults for the rest."""
-    if args.task == "trans-de-en":
-        src_lang = args.src_lang or ("en" if args.tgt_lang == "de" else "de")
-        tgt_lang = args.tgt_lang or ("de" if src_lang == "en" else "en")
-        if {src_lang, tgt_lang} != {"de", "en"}:
-            raise UsageError(f"--src-lang/--tgt-lang: trans-de-en translates de->en or en->de, got "
-                             f"{src_lang}->{tgt_lang}")
-    elif args.task == "multi30k":
-        src_lang = args.src_lang or ("de" if args.tgt_lang == "en" else "en")
-        tgt_lang = args.tgt_lang or ("de" if src_lang == "en" else "en")
-        for flag, lang in (("--src-lang", src_lang), ("--tgt-lang", tgt_lang)):
-            if lang not in MULTI30K_LANGUAGES:
-                raise UsageError(f"{flag}: multi30k has {', '.join(MULTI30K_LANGUAGES)}, got {lang!r}")
-    else:
-        src_lang = args.src_lang or ("en" if args.tgt_lang != "en" else "fr")
-        tgt_lang = args.tgt_lang or ("fr" if src_lang != "fr" else "en")
-    if src_lang == tgt_lang:
-        raise UsageError(f"--src-lang/--tgt-lang: expected two different languages, got {src_lang!r} twice")
-    return src_lang, tgt_lang
+def _data_flags_named(err: BaseException) -> UsageError:
+    """The data loaders name a spec key ("src_lang/tgt_lang: ..."); the command line names its flag."""
+    text = _describe(err)
+    head, sep, rest = text.partition(": ")
+    names = head.split("/")
+    if sep and all(name in _DATA_KEYS for name in names):
+        text = "/".join("--" + name.replace("_", "-") for name in names) + ": " + rest
+    return UsageError(text)
+
+
+_DATA_KEYS = {*_FLAG_TASKS, "task", "max_number", "max_len", "data_seed"}
 
 
 def _data_args(args) -> dict:
     """The data spec (saved with a checkpoint), after checking that every flag given applies to the task."""
+    from .data.spec import task_spec
     _check_data_flags(args)
-    task = args.task
-    src_lang, tgt_lang = _languages(args)
-    spec = {"task": task, "src_lang": src_lang, "tgt_lang": tgt_lang, "max_number": args.max_number,
-            "max_len": args.max_len, "n_train": args.n_train, "n_val": args.n_val, "n_test": args.n_test,
-            "corpus": args.corpus, "data_seed": args.data_seed}
-    if task in TOKENIZATION:
-        spec["tokenizer"], spec["vocab_size"] = tokenization_for(task, args.tokenizer, args.vocab_size)
-        if spec["tokenizer"] == "bpe" and spec["vocab_size"] is None:
-            raise UsageError("--vocab-size: expected the number of BPE tokens to learn with --tokenizer bpe")
-    if task == "numbers":                            # which numbers are held out: saved with the checkpoint
-        from .data.tasks import SPLIT_VERSIONS
-        spec["split"] = SPLIT_VERSIONS[-1]
-    return spec
+    try:
+        return task_spec(args.task, args.src_lang, args.tgt_lang, max_number=args.max_number, max_len=args.max_len,
+                         n_train=args.n_train, n_val=args.n_val, n_test=args.n_test, corpus=args.corpus,
+                         tokenizer=args.tokenizer, vocab_size=args.vocab_size, data_seed=args.data_seed)
+    except (ValueError, TypeError) as err:
+        raise _data_flags_named(err) from err
 
 
 def _make_data(spec: dict, download: bool = False):
     """The task's ParallelData; any problem with the data or the corpus file is a UsageError. `download`:
     fetch Multi30k's missing files (train --download)."""
-    from .data.corpora import load_multi30k, load_tsv_corpus
-    from .data.ding import DING_PATH, load_ding, missing_corpus_message
-    from .data.tasks import make_task
-    task, seed = spec["task"], spec["data_seed"]
-    sizes = {k: spec.get(k) for k in ("n_val", "n_test", "n_train") if spec.get(k) is not None}
-    with user_errors():
-        if task == "numbers":
-            # a checkpoint made before split versions were recorded used version 1
-            return make_task("numbers", src_lang=spec["src_lang"], tgt_lang=spec["tgt_lang"],
-                             max_number=spec["max_number"], seed=seed, split=spec.get("split", 1), **sizes)
-        if task == "tsv":
-            path = Path(spec["corpus"])
-            if not path.is_file():
-                raise UsageError(f"--corpus: no file at {path}" + (" (it is a folder)" if path.is_dir() else ""))
-            if "n_train" in sizes:
-                raise UsageError("--n-train: not used with --task tsv (the corpus gives the training pairs)")
-            return load_tsv_corpus(path, n_val=sizes.get("n_val"), n_test=sizes.get("n_test"), seed=seed,
-                                   tokenizer=spec.get("tokenizer", "word"), vocab_size=spec.get("vocab_size"))
-        if task == "trans-de-en":
-            path = Path(spec["corpus"]) if spec["corpus"] else DING_PATH
-            if not path.is_file():
-                raise UsageError("--" + missing_corpus_message(path))
-            return load_ding(spec["corpus"], spec["src_lang"], spec["tgt_lang"], tokenizer=spec["tokenizer"],
-                             vocab_size=spec["vocab_size"], **sizes)
-        if task == "multi30k":
-            try:
-                return load_multi30k(spec["corpus"], spec["src_lang"], spec["tgt_lang"], download_missing=download,
-                                     tokenizer=spec["tokenizer"], vocab_size=spec["vocab_size"])
-            except OSError as err:                   # a missing folder or file, or a failed download
-                raise UsageError("--corpus: " + _describe(err).removeprefix("root: ")) from err
-        return make_task(task, max_len=spec["max_len"], seed=seed, **sizes)
+    from .data.spec import load_task
+    try:
+        return load_task(spec, download=download)
+    except (ValueError, TypeError, OSError) as err:
+        raise _data_flags_named(err) from err
 
 
 def _pick_device(name: str):
@@ -338,11 +294,11 @@ def _load_model(args):
     """(model, src_vocab, tgt_vocab, data spec or None) from --checkpoint or --pretrained."""
     device = _pick_device(args.device)
     if args.pretrained:
-        from .training.checkpoint import load_pretrained, pretrained_dir
+        from .training.checkpoint import load_pretrained, pretrained_info
         with user_errors("--pretrained: "):
             model, sv, tv = load_pretrained(args.pretrained, device=device)
-            meta = json.loads((pretrained_dir() / f"{args.pretrained}.json").read_text(encoding="utf-8"))
-        return model, sv, tv, meta.get("metadata", {}).get("data")
+            metadata = pretrained_info(args.pretrained).get("metadata", {})
+        return model, sv, tv, metadata.get("data")
     from .training.checkpoint import model_from_checkpoint
     with user_errors("--checkpoint: "):
         model, sv, tv, checkpoint = model_from_checkpoint(_resolve_checkpoint(args.checkpoint), device=device)

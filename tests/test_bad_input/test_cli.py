@@ -90,7 +90,7 @@ BAD_TRAIN_COMMANDS = {
     "multi30k with split sizes": (["--task", "multi30k", "--corpus", "m30k", "--n-val", "5"],
                                   ["--n-val", "its own splits"]),
     "bpe without its size": (["--task", "tsv", "--corpus", "{two_lines}", "--tokenizer", "bpe"],
-                             ["--vocab-size", "--tokenizer bpe"]),
+                             ["--vocab-size", "tokenizer 'bpe'"]),
     "ding languages": (["--task", "trans-de-en", "--src-lang", "fr"], ["--src-lang/--tgt-lang", "de->en or en->de"]),
     "ding corpus missing": (["--task", "trans-de-en", "--corpus", "{tmp}/absent"],
                             ["--corpus", "absent", "apt-get install trans-de-en"]),

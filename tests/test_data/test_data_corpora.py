@@ -122,3 +122,24 @@ def test_the_loaders_default_to_the_tokenization_the_command_line_trains_with(tm
         spec = _data_args(args)
         assert (data.src_tokenizer, data.tgt_tokenizer, data.vocab_size) == \
             (spec["tokenizer"], spec["tokenizer"], spec["vocab_size"]), task
+
+
+def test_task_spec_fills_in_each_tasks_defaults_and_names_the_argument_it_refuses():
+    from transformer_course.config import TOKENIZATION
+    from transformer_course.data.spec import load_task, task_spec
+    from transformer_course.data.tasks import SPLIT_VERSIONS
+
+    numbers = task_spec("numbers")
+    assert (numbers["src_lang"], numbers["tgt_lang"], numbers["split"]) == ("en", "fr", SPLIT_VERSIONS[-1])
+    assert task_spec("numbers", tgt_lang="en")["src_lang"] == "fr"    # the default source never equals the target
+    ding = task_spec("trans-de-en", tgt_lang="de")
+    assert (ding["src_lang"], ding["tokenizer"], ding["vocab_size"]) == \
+        ("en", "bpe", TOKENIZATION["trans-de-en"]["vocab_size"])
+    for kwargs, culprit in ((dict(task="sentiment"), "task:"), (dict(task="trans-de-en", src_lang="fr"), "src_lang"),
+                            (dict(task="numbers", src_lang="de", tgt_lang="de"), "src_lang/tgt_lang"),
+                            (dict(task="tsv", tokenizer="bpe"), "vocab_size:")):
+        with pytest.raises(ValueError, match=culprit):
+            task_spec(**kwargs)
+    reverse = load_task(task_spec("reverse", max_len=4, n_train=30, n_val=5, n_test=5))
+    assert (len(reverse.train), len(reverse.val), len(reverse.test)) == (30, 5, 5)
+    assert all(target == source[::-1] for source, target in reverse.train)

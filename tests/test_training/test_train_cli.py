@@ -162,8 +162,9 @@ def test_the_api_trains_what_the_command_line_trains(tmp_path):
     resume test continues it)."""
     import torch
 
-    from transformer_course.__main__ import _data_args, _make_data, build_parser, resolve_train_config
+    from transformer_course.__main__ import _data_args, build_parser, resolve_train_config
     from transformer_course.config import get_preset
+    from transformer_course.data.spec import load_task, task_spec
     from transformer_course.training import finish_run, prepare_run, train
     from transformer_course.training.checkpoint import load_checkpoint
     from transformer_course.training.run import cpu_settings
@@ -171,9 +172,10 @@ def test_the_api_trains_what_the_command_line_trains(tmp_path):
     cli_out, api_out = tmp_path / "cli", tmp_path / "api"
     assert main(TRAIN + ["--out", str(cli_out)]) == 0
     args = build_parser().parse_args(TRAIN + ["--out", str(api_out)])
-    spec = _data_args(args)
+    spec = task_spec("reverse", max_len=5, n_train=60)  # the task the command trains, through the API
+    assert _data_args(args) == spec
     train_config = resolve_train_config(args, spec)
-    data = _make_data(spec)
+    data = load_task(spec)
     vocabs = data.build_vocabs()
     model_config = get_preset("tiny").replace(src_vocab_size=len(vocabs[0]), tgt_vocab_size=len(vocabs[1]))
     with cpu_settings(args.threads):                 # the command's own process settings

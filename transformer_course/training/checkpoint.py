@@ -33,7 +33,7 @@ from ..utils import atomic_write, atomic_write_text, sha256sum
 __all__ = ["FORMAT", "PRETRAINED_FORMAT", "CheckpointError", "unwrap_model", "atomic_save", "get_rng_state",
            "set_rng_state", "save_checkpoint", "load_checkpoint", "check_vocabs",
            "model_from_checkpoint", "average_state_dicts", "average_checkpoints", "export_pretrained",
-           "load_pretrained", "pretrained_dir", "pretrained_names"]
+           "load_pretrained", "pretrained_dir", "pretrained_info", "pretrained_names"]
 
 FORMAT = "transformer-course-checkpoint/1"
 PRETRAINED_FORMAT = "transformer-course-pretrained/1"
@@ -255,16 +255,9 @@ def pretrained_names(directory: str | os.PathLike | None = None) -> list[str]:
     return sorted(p.stem for p in directory.glob("*.json")) if directory.is_dir() else []
 
 
-def load_pretrained(name: str = "numbers-en-fr", directory: str | os.PathLike | None = None,
-                    device: str | torch.device = "cpu", check_hash: bool = True):
-    """(model in eval mode, src_vocab, tgt_vocab) of a shipped checkpoint; no training, no network.
-
-    `numbers-en-fr` translates English number words into French ("ninety-seven" -> "quatre-vingt-dix-sept");
-    see transformer_course/checkpoints/README.md for how it was trained and its held-out score.
-    Every problem (unknown name, missing or corrupt file, mismatched weights) raises `CheckpointError`.
-    """
-    SafetensorError = require("safetensors").SafetensorError
-    from safetensors.torch import load_model
+def pretrained_info(name: str = "numbers-en-fr", directory: str | os.PathLike | None = None) -> dict:
+    """The description of a shipped model (`name.json`): its model config, vocabularies, weights file and hash,
+    and `metadata` (its training recipe; `metadata["data"]` the spec of its task, for `data.spec.load_task`)."""
     directory = Path(directory) if directory is not None else pretrained_dir()
     meta_path = directory / f"{name}.json"
     if not meta_path.is_file():
@@ -276,11 +269,26 @@ def load_pretrained(name: str = "numbers-en-fr", directory: str | os.PathLike | 
         raise CheckpointError(f"{meta_path}: not valid JSON ({err})") from None
     _check_format(meta_path, info.get("format") if isinstance(info, dict) else type(info).__name__,
                   PRETRAINED_FORMAT)
+    return info
+
+
+def load_pretrained(name: str = "numbers-en-fr", directory: str | os.PathLike | None = None,
+                    device: str | torch.device = "cpu", check_hash: bool = True):
+    """(model in eval mode, src_vocab, tgt_vocab) of a shipped checkpoint; no training, no network.
+
+    `numbers-en-fr` translates English number words into French ("ninety-seven" -> "quatre-vingt-dix-sept");
+    see transformer_course/checkpoints/README.md for how it was trained and its held-out score.
+    Every problem (unknown name, missing or corrupt file, mismatched weights) raises `CheckpointError`.
+    """
+    SafetensorError = require("safetensors").SafetensorError
+    from safetensors.torch import load_model
+    directory = Path(directory) if directory is not None else pretrained_dir()
+    info = pretrained_info(name, directory)
     weights = directory / str(info.get("weights"))
     if not weights.is_file():
-        raise CheckpointError(f"{weights}: the weights named by {meta_path.name} are missing")
+        raise CheckpointError(f"{weights}: the weights named by {name}.json are missing")
     if check_hash and sha256sum(weights) != info.get("weights_sha256"):
-        raise CheckpointError(f"{weights}: sha256 differs from the one recorded in {meta_path.name}; "
+        raise CheckpointError(f"{weights}: sha256 differs from the one recorded in {name}.json; "
                               "the file is corrupt or was replaced")
 
     def load_weights(model):
@@ -294,4 +302,4 @@ def load_pretrained(name: str = "numbers-en-fr", directory: str | os.PathLike | 
     try:
         return model, Vocab.from_dict(info["src_vocab"]), Vocab.from_dict(info["tgt_vocab"])
     except (KeyError, ValueError) as err:
-        raise CheckpointError(f"{meta_path}: its vocabularies cannot be read ({err})") from None
+        raise CheckpointError(f"{directory / name}.json: its vocabularies cannot be read ({err})") from None
