@@ -19,7 +19,8 @@ _LAZY = {"Batch", "BucketBatchSampler", "collate", "make_dataloader"}
 __all__ = ["Seq2SeqDataset", "bucket_batches", "make_numpy_batch", "numpy_batches", "pad_sequences",
            "BPE", "learn_bpe", "learn_bpe_fast", "load_ding", "read_ding_pairs",
            "CorpusError", "download", "load_multi30k", "load_tsv_corpus", "read_tsv_pairs",
-           "load_task", "task_spec", "ParallelData", "copy_task", "make_task", "number_translation", "reverse_task", "sort_task",
+           "load_task", "task_spec",
+           "ParallelData", "copy_task", "make_task", "number_translation", "reverse_task", "sort_task",
            "BOS_ID", "EOS_ID", "PAD_ID", "UNK_ID", "CharTokenizer", "Vocab", "WordTokenizer", "get_tokenizer",
            *sorted(_LAZY)]
 
