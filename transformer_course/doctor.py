@@ -12,7 +12,8 @@ the command that fixes it:
 - the notebook widgets import.
 
 Marks: ✓ passed, ✗ failed (its fix follows), – not checked because something it needs failed above, ! works but
-slowly (advice follows). Every fix is a command that works when copied: dependencies come from PyPI, PyTorch is
+slowly (advice follows). Every fix of a missing or broken package is a command that works when copied (advice about
+threads or a slow machine is a sentence): dependencies come from PyPI, PyTorch is
 the tested version's CPU build (PyPI's Linux wheel is the multi-gigabyte CUDA build), and the package itself
 comes from the course's repository (a checkout, or the git tag of the installed version), as it is not on PyPI,
 or, in an unzipped student kit, from the kit's own wheel (`wheels/`).
