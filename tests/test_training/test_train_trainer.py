@@ -245,3 +245,35 @@ def test_every_task_has_a_stop_rule_and_the_recipe_puts_flags_over_rule_over_pre
     assert recipe.warmup_steps == train_recipe("course").warmup_steps
     assert "stop after 100 steps at the latest, or once exact match and coverage were 1.0" in describe_stop_rule(recipe)
     assert set(STOP_REASONS) >= {"max_steps", "perfect", "patience", "time_budget"}
+
+
+def test_a_checkpoint_carries_the_time_spent_so_a_resumed_run_keeps_its_time_budget(make_model, run, tiny_config,
+                                                                                     tmp_path, monkeypatch):
+    """The clock is faked (one 'minute' per reading): the first run stops at its step ceiling; its last.pt holds
+    the minutes it spent, so the same run resumed with a budget it has already used up stops after one step."""
+    from transformer_course.training import trainer as trainer_module
+    clock = iter(range(0, 10_000, 60))
+    monkeypatch.setattr(trainer_module.time, "perf_counter", lambda: float(next(clock)))
+    first = run(make_model(), tiny_config.replace(max_steps=4, eval_every=2), out_dir=tmp_path)
+    saved = load_checkpoint(tmp_path / "last.pt")["history"]["time_s"]
+    assert first["stop_reason"] == "max_steps" and saved > 0
+    config = tiny_config.replace(max_steps=50, eval_every=100, max_minutes=saved / 60)
+    resumed = run(make_model(), config, out_dir=tmp_path, resume_from=tmp_path / "last.pt")
+    assert resumed["stop_reason"] == "time_budget" and resumed["step"][-1] == 5
+
+
+def test_after_a_resume_each_process_of_a_ddp_run_draws_its_own_dropout_masks(make_model, run, loaders, tiny_config,
+                                                                              toy, tmp_path, monkeypatch):
+    """A checkpoint holds rank 0's random generators; a process of another rank that resumes it must not replay
+    rank 0's masks (rank 0 itself continues exactly)."""
+    from transformer_course.training import trainer as trainer_module
+    _, sv, tv = toy
+    run(make_model(), tiny_config.replace(max_steps=4), out_dir=tmp_path)
+    states = {}
+    for rank in (0, 1):
+        monkeypatch.setattr(trainer_module, "distributed_info", lambda rank=rank: (rank, 2))
+        trainer_module.start_run(make_model(), loaders()[0], tiny_config.replace(max_steps=8), (sv, tv), None,
+                                 tmp_path / "last.pt")
+        states[rank] = torch.random.get_rng_state()
+    assert torch.equal(states[0], load_checkpoint(tmp_path / "last.pt")["rng"]["torch"])
+    assert not torch.equal(states[0], states[1])

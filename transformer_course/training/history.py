@@ -7,7 +7,8 @@ A history is a dict:
   the gradients before clipping, measured also when clipping is off);
 * "eval": one dict of validation metrics per evaluation, with the "step" it was taken at;
 * "best": the evaluation where `TrainConfig.monitor` was best; "averaged": the metrics of the averaged model;
-* "stop_reason": one of STOP_REASONS; "time_s": seconds spent in the training loop.
+* "stop_reason": one of STOP_REASONS; "time_s": seconds spent in the training loop (up to the last evaluation
+  point while a run goes on, so that a checkpoint carries it).
 
 The stop rules read the recipe, the evaluations kept in the history, the step and whether the time budget ran
 out (which counts the history's time_s): all of it restored with a checkpoint, so a resumed run decides exactly

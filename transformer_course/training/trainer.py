@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from .._optional import torch  # without PyTorch: an ImportError that names the extra to install
 from ..config import TrainConfig
 from ..data.loader import Batch, BucketBatchSampler
@@ -61,7 +63,8 @@ def train(model: nn.Module, train_loader: Iterable[Batch], config: TrainConfig =
     `evaluate.make_evaluator`), a snapshot for averaging, `out_dir/best.pt` when `config.monitor` improved and
     `out_dir/last.pt`, then the stop rules (`history.stop_reason`). `vocabs` (source, target) are saved in the
     checkpoints; `resume_from` continues a run exactly (the same batches in the same order when the loader's
-    batch sampler is a `BucketBatchSampler`, as `make_dataloader` builds; another loader starts its epoch over).
+    batch sampler is a `BucketBatchSampler`, as `make_dataloader` builds; another loader starts its epoch over;
+    under DDP a checkpoint holds rank 0's random generators, so the other processes draw new dropout masks).
     `callbacks` receive one dict per event, as `callbacks.py` lists them (default: a progress bar). The
     history's keys are listed in `history.py`.
     """
@@ -80,6 +83,7 @@ def train(model: nn.Module, train_loader: Iterable[Batch], config: TrainConfig =
                     metrics = {"step": state.step, **evaluate_fn(state.model)}
                     state.history["eval"].append(metrics)
                     emit(callbacks, event="eval", **metrics)
+                state.history["time_s"] = time.perf_counter() - started   # saved with the checkpoints
                 keep_checkpoints(state, config)
                 state.history["stop_reason"] = stop_reason(state.history, config, state.step, out_of_time)
                 if state.history["stop_reason"] is not None:
@@ -162,6 +166,8 @@ def start_run(model: nn.Module, train_loader: Iterable, config: TrainConfig, voc
                      snapshots=collections.deque(maxlen=config.average_last))
     if resume_from is not None:
         state.restore(_resume_checkpoint(resume_from, model, vocabs, device))
+        if rank > 0:   # the checkpoint holds rank 0's generators: every other process draws its own masks again
+            set_seed(int(np.random.SeedSequence([config.seed, rank, state.step]).generate_state(1)[0]))
     # a finished run stays finished; one given more steps (or other rules) goes on
     state.history["stop_reason"] = stop_reason(state.history, config, state.step) if state.step else None
     model.train()
