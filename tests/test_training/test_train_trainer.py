@@ -248,7 +248,7 @@ def test_every_task_has_a_stop_rule_and_the_recipe_puts_flags_over_rule_over_pre
 
 
 def test_a_checkpoint_carries_the_time_spent_so_a_resumed_run_keeps_its_time_budget(make_model, run, tiny_config,
-                                                                                     tmp_path, monkeypatch):
+                                                                                    tmp_path, monkeypatch):
     """The clock is faked (one 'minute' per reading): the first run stops at its step ceiling; its last.pt holds
     the minutes it spent, so the same run resumed with a budget it has already used up stops after one step."""
     from transformer_course.training import trainer as trainer_module
