@@ -25,6 +25,8 @@ __all__ = ["set_seed", "sha256sum", "atomic_write", "atomic_write_text", "to_num
 
 def set_seed(seed: int) -> np.random.Generator:
     """Seed Python's `random`, NumPy's global state and torch (if installed); return a fresh NumPy Generator.
+    Also sets the environment variable PYTHONHASHSEED, which only subprocesses started afterwards read (string
+    hashing of the running process was fixed when it started).
 
     Chapters call this once at the top so every run prints the same numbers. Torch is imported lazily so
     that the NumPy half of the course works without it.

@@ -195,7 +195,8 @@ def number_translation(src_lang: str = "en", tgt_lang: str = "fr", max_number: i
     * the training list repeats the pairs of small groups (the everyday set, each magnitude) until each
       group is at least `min_group_share` of it (a random split of 0..9999 is 90% four-digit numbers), then
       is shuffled; `n_train` caps the number of distinct training numbers (everyday ones included).
-    Split version 1 (checkpoints made before version 2): one shuffle of the range, test and validation first.
+    Split version 1: one shuffle of the range, test and validation first. Chapter 9 trains on it to show what
+    version 2 fixes; a checkpoint records its split version, and one that records none was made with version 1.
     """
     for name, lang in (("src_lang", src_lang), ("tgt_lang", tgt_lang)):
         if lang not in NUMBER_LANGUAGES:

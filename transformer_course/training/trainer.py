@@ -174,13 +174,13 @@ def start_run(model: nn.Module, train_loader: Iterable, config: TrainConfig, voc
     return state
 
 
-def wrap_model(model: nn.Module, device: torch.device, compile: bool) -> nn.Module:
+def wrap_model(model: nn.Module, device: torch.device, compile_model: bool) -> nn.Module:
     """What runs the forward pass: the model, in DistributedDataParallel under torchrun, compiled if asked
     (both wrappers share the model's parameters)."""
     if distributed_info()[1] > 1:
         model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda"
                                                     else None)
-    return maybe_compile(model, compile)
+    return maybe_compile(model, compile_model)
 
 
 def epoch_batches(loader: Iterable[Batch], state: RunState) -> Iterator[Batch]:

@@ -11,7 +11,7 @@ __all__ = ["plot_head_split", "plot_multi_head_flow"]
 _HEAD_COLOURS = ["#9ecae1", "#fdae6b", "#a1d99b", "#bcbddc", "#fc9272", "#d9d9d9", "#c7e9c0", "#fdd0a2"]
 
 
-def _grid(ax, values, heads, x0, y0, Dh):
+def _grid(ax, values, heads, x0, y0):
     """Draw a (rows, cols) block of cells with their numbers; top-left corner at (x0, y0), y grows downwards."""
     rows, cols = values.shape
     for r in range(rows):
@@ -53,22 +53,22 @@ def plot_head_split(T: int = 3, D: int = 8, n_heads: int = 2):
     y_w = stack + 2.5                                              # where the wrong way starts, below
     x_max, y_min, y_max = x_c + Dh + 2.5, -2.0, y_w + stack + 1.0
     fig, ax = plt.subplots(figsize=(10.0, 10.0 * (y_max - y_min) / (x_max + 0.5) + 0.3))
-    _grid(ax, q, head_of, x_a, top, Dh)
+    _grid(ax, q, head_of, x_a, top)
     ax.text(x_a + D / 2, top - 0.5, f"q = x W_q\n(B, T, D) = (1, {T}, {D})", ha="center", va="bottom", fontsize=9)
     for h in range(H):                                             # (T, H, Dh): the same memory, cut in H blocks
-        _grid(ax, q[:, h * Dh:(h + 1) * Dh], head_of[:, h * Dh:(h + 1) * Dh], x_b + h * (Dh + gap), top, Dh)
+        _grid(ax, q[:, h * Dh:(h + 1) * Dh], head_of[:, h * Dh:(h + 1) * Dh], x_b + h * (Dh + gap), top)
     ax.text(x_b + (D + (H - 1) * gap) / 2, top - 0.5, f"(B, T, H, Dh) = (1, {T}, {H}, {Dh})\nno number moves",
             ha="center", va="bottom", fontsize=9)
     for h in range(H):                                             # (H, T, Dh): one (T, Dh) matrix per head
-        _grid(ax, split[h], split_heads[h], x_c, h * (T + gap), Dh)
+        _grid(ax, split[h], split_heads[h], x_c, h * (T + gap))
         ax.text(x_c + Dh + 0.3, h * (T + gap) + T / 2, f"head {h + 1}", va="center", fontsize=8)
     ax.text(x_c + Dh / 2, -0.5, f"(B, H, T, Dh) = (1, {H}, {T}, {Dh})", ha="center", va="bottom", fontsize=9)
     _arrow(ax, (x_a + D + 0.4, top + T / 2), (x_b - 0.4, top + T / 2), "reshape")
     _arrow(ax, (x_b + D + (H - 1) * gap + 0.4, top + T / 2), (x_c - 0.4, top + T / 2), "transpose(0, 2, 1, 3)")
 
-    _grid(ax, q, head_of, x_a, y_w + top, Dh)
+    _grid(ax, q, head_of, x_a, y_w + top)
     for h in range(H):
-        _grid(ax, wrong[h], wrong_heads[h], x_c, y_w + h * (T + gap), Dh)
+        _grid(ax, wrong[h], wrong_heads[h], x_c, y_w + h * (T + gap))
         ax.text(x_c + Dh + 0.3, y_w + h * (T + gap) + T / 2, f"'head {h + 1}'", va="center", fontsize=8,
                 color="#b2182b")
     _arrow(ax, (x_a + D + 0.4, y_w + top + T / 2), (x_c - 0.4, y_w + top + T / 2),
