@@ -96,11 +96,13 @@ def decoder_forward(x: np.ndarray, memory: np.ndarray, params: dict, n_heads: in
             or memory.shape[2] != x.shape[2]:
         raise ValueError(f"memory: expected shape (B={x.shape[0]}, S, d_model={x.shape[2]}), "
                          f"got {getattr(memory, 'shape', type(memory).__name__)}")
+    # by keyword: two dropouts and nine settings in a row are easy to swap unnoticed
+    settings = dict(dropout=dropout, attention_dropout=attention_dropout, norm_first=norm_first, eps=eps, rng=rng,
+                    training=training, positional=positional)
     layer_caches = []
     for layer_params in params["layers"]:
         x, layer_cache = decoder_layer_forward(x, memory, layer_params, n_heads, self_mask, cross_mask,
-                                               dropout, attention_dropout, norm_first, eps, rng, training,
-                                               positional)  # (B, T, D)
+                                               **settings)  # (B, T, D)
         layer_caches.append(layer_cache)
     norm_cache = None
     if norm_first:

@@ -62,10 +62,12 @@ def encoder_forward(x: np.ndarray, params: dict, n_heads: int, mask: np.ndarray 
     if norm_first != ("norm" in params):
         raise ValueError(f"params: a {'pre' if norm_first else 'post'}-LN encoder (norm_first={norm_first}) "
                          f"{'needs' if norm_first else 'has no'} a final 'norm'; got keys {sorted(params)}")
+    # by keyword: two dropouts and nine settings in a row are easy to swap unnoticed
+    settings = dict(dropout=dropout, attention_dropout=attention_dropout, norm_first=norm_first, eps=eps, rng=rng,
+                    training=training, positional=positional)
     layer_caches = []
     for layer_params in params["layers"]:
-        x, layer_cache = encoder_layer_forward(x, layer_params, n_heads, mask, dropout, attention_dropout,
-                                               norm_first, eps, rng, training, positional)  # (B, S, D)
+        x, layer_cache = encoder_layer_forward(x, layer_params, n_heads, mask, **settings)  # (B, S, D)
         layer_caches.append(layer_cache)
     norm_cache = None
     if norm_first:

@@ -92,6 +92,13 @@ def _positions_backward(dout: np.ndarray, cache, config: ModelConfig):
 
 # ---------------------------------------------------------------- the two halves
 
+def _stack_settings(config: ModelConfig, rng: np.random.Generator | None, training: bool) -> dict:
+    """The keyword arguments an encoder or decoder stack takes from the config (by keyword: two dropouts and
+    nine settings in a row are easy to swap unnoticed)."""
+    return dict(dropout=config.dropout, attention_dropout=config.attention_dropout, norm_first=config.norm_first,
+                eps=config.layer_norm_eps, rng=rng, training=training, positional=config.attention_positional)
+
+
 def encode_forward(src: np.ndarray, params: dict, config: ModelConfig, src_mask: np.ndarray | None = None,
                    rng: np.random.Generator | None = None, training: bool = False) -> tuple[np.ndarray, dict]:
     """src (B, S) -> (memory (B, S, D), cache); cache["weights"] is [(B, H, S, S) per encoder layer]."""
@@ -102,9 +109,8 @@ def encode_forward(src: np.ndarray, params: dict, config: ModelConfig, src_mask:
     x, emb_cache = embedding_forward(src, params["src_embedding"], name="src")  # (B, S) -> (B, S, D)
     x, pos_cache = _positions_forward(x, params, c)      # (B, S, D)
     x, drop_cache = dropout_forward(x, c.dropout, rng, training)  # (B, S, D)
-    memory, enc_cache = encoder_forward(x, params["encoder"], c.n_heads, src_mask, c.dropout, c.attention_dropout,
-                                        c.norm_first, c.layer_norm_eps, rng, training,
-                                        c.attention_positional)  # (B, S, D)
+    settings = _stack_settings(c, rng, training)
+    memory, enc_cache = encoder_forward(x, params["encoder"], c.n_heads, src_mask, **settings)  # (B, S, D)
     cache = {"config": c, "emb": emb_cache, "pos": pos_cache, "drop": drop_cache, "encoder": enc_cache,
              "weights": enc_cache["weights"]}
     return memory, cache
@@ -142,9 +148,8 @@ def decode_forward(tgt_in: np.ndarray, memory: np.ndarray, params: dict, config:
     y, emb_cache = embedding_forward(tgt_in, params["tgt_embedding"], name="tgt_in")  # (B, T) -> (B, T, D)
     y, pos_cache = _positions_forward(y, params, c)      # (B, T, D)
     y, drop_cache = dropout_forward(y, c.dropout, rng, training)  # (B, T, D)
-    y, dec_cache = decoder_forward(y, memory, params["decoder"], c.n_heads, tgt_mask, src_mask, c.dropout,
-                                   c.attention_dropout, c.norm_first, c.layer_norm_eps, rng, training,
-                                   c.attention_positional)  # (B, T, D)
+    settings = _stack_settings(c, rng, training)
+    y, dec_cache = decoder_forward(y, memory, params["decoder"], c.n_heads, tgt_mask, src_mask, **settings)  # (B, T, D)
     tied = c.tie_output_embedding
     W = params["tgt_embedding"]["E"] if tied else params["W_out"]  # (V, D) tied, (D, V) untied
     logits, out_cache = output_projection_forward(y, W, tied)  # (B, T, D) -> (B, T, V)
