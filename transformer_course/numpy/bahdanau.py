@@ -104,7 +104,7 @@ def _run_direction(x: np.ndarray, mask: np.ndarray, params: dict, reverse: bool)
 
 
 def bahdanau_encoder_forward(x: np.ndarray, params: dict, mask: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
-    """x (B, S, in), mask (B, S) True at real tokens -> (annotations h_j = [fwd_j; bwd_j] (B, S, 2D), cache)."""
+    """x (B, S, in), mask (B, S) True at real tokens -> (annotations h_i = [fwd_i; bwd_i] (B, S, 2D), cache)."""
     if not isinstance(x, np.ndarray) or x.ndim != 3:
         raise ValueError(f"x: expected shape (B, S, input_size), got {getattr(x, 'shape', type(x).__name__)}")
     B, S, _ = x.shape
@@ -144,7 +144,7 @@ def bahdanau_encoder_backward(dannotations: np.ndarray, cache: dict) -> tuple[np
 
 def init_bahdanau_decoder_step(rng: np.random.Generator, emb: int, hidden: int, annotation_size: int,
                                attn_size: int | None = None, dtype=np.float32) -> dict:
-    """W_a (D, A), U_a (2D, A), v_a (A,) of the additive score, and "cell": a GRU cell reading [E y_{i-1}; c_i]."""
+    """W_a (D, A), U_a (2D, A), v_a (A,) of the additive score, and "cell": a GRU cell reading [E y_{t-1}; c_t]."""
     A = attn_size or hidden
     return {**init_additive_scores(rng, hidden, annotation_size, A, dtype),
             "cell": init_gru_cell(rng, emb + annotation_size, hidden, dtype)}
@@ -152,11 +152,11 @@ def init_bahdanau_decoder_step(rng: np.random.Generator, emb: int, hidden: int, 
 
 def bahdanau_decoder_step_forward(y_prev: np.ndarray, s_prev: np.ndarray, annotations: np.ndarray, params: dict,
                                   mask: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
-    """One step i of Bahdanau's decoder: y_prev = E y_{i-1} (B, emb), s_prev = s_{i-1} (B, D), annotations
-    h_j (B, S, 2D), mask (B, S) -> (s_i (B, D), cache) with cache["weights"] alpha_ij (B, S), cache["context"] c_i.
+    """One step t of Bahdanau's decoder: y_prev = E y_{t-1} (B, emb), s_prev = s_{t-1} (B, D), annotations
+    h_i (B, S, 2D), mask (B, S) -> (s_t (B, D), cache) with cache["weights"] alpha_ti (B, S), cache["context"] c_t.
 
-        e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j);  alpha_i = softmax(e_i);  c_i = sum_j alpha_ij h_j;
-        s_i = GRU([E y_{i-1}; c_i], s_{i-1})
+        e_ti = v_a^T tanh(W_a s_{t-1} + U_a h_i);  alpha_t = softmax(e_t);  c_t = sum_i alpha_ti h_i;
+        s_t = GRU([E y_{t-1}; c_t], s_{t-1})
     """
     scores, scores_cache = additive_scores_forward(s_prev[:, None, :], annotations, params["W_a"], params["U_a"],
                                                    params["v_a"])  # (B, 1, S)

@@ -6,7 +6,7 @@ plain RNN encoder-decoder (Cho et al. 2014) that squeezes the source into one fi
 output layer around them. `BahdanauSeq2Seq(..., attention=False)` is the plain model, for the with/without
 attention comparison.
 
-Deviations from the paper, for brevity: the output layer is one linear map of [s_i; c_i; E y_{i-1}] (the paper
+Deviations from the paper, for brevity: the output layer is one linear map of [s_t; c_t; E y_{t-1}] (the paper
 uses a maxout layer on the same three inputs); PyTorch's default GRU initialisation (the paper: orthogonal
 recurrent matrices). GRU gates follow torch.nn.GRU (reset, update, new).
 """
@@ -26,7 +26,7 @@ __all__ = ["BahdanauEncoder", "BahdanauDecoderStep", "BahdanauSeq2Seq"]
 
 
 class BahdanauEncoder(nn.GRU):
-    """A bidirectional GRU over right-padded sequences: annotations h_j = [->h_j; <-h_j]. Padding is skipped
+    """A bidirectional GRU over right-padded sequences: annotations h_i = [->h_i; <-h_i]. Padding is skipped
     (packed sequences), so the backward direction starts at each sequence's last real position."""
 
     def __init__(self, input_size: int, hidden_size: int):
@@ -52,10 +52,10 @@ class BahdanauEncoder(nn.GRU):
 
 
 class BahdanauDecoderStep(nn.Module):
-    """One step i of Bahdanau's decoder: additive attention over the annotations, then a GRU cell.
+    """One step t of Bahdanau's decoder: additive attention over the annotations, then a GRU cell.
 
-        e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j);  alpha_i = softmax(e_i);  c_i = sum_j alpha_ij h_j;
-        s_i = GRU([E y_{i-1}; c_i], s_{i-1})
+        e_ti = v_a^T tanh(W_a s_{t-1} + U_a h_i);  alpha_t = softmax(e_t);  c_t = sum_i alpha_ti h_i;
+        s_t = GRU([E y_{t-1}; c_t], s_{t-1})
 
     W_a (D, A), U_a (2D, A) Xavier uniform, v_a (A,) ~ N(0, 1/A) (the NumPy twin's `init_additive_scores`).
     """
@@ -73,8 +73,8 @@ class BahdanauDecoderStep(nn.Module):
 
     def forward(self, y_prev: torch.Tensor, s_prev: torch.Tensor, annotations: torch.Tensor,
                 mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """y_prev = E y_{i-1} (B, emb), s_prev = s_{i-1} (B, D), annotations h_j (B, S, 2D), mask (B, S)
-        -> (s_i (B, D), context c_i (B, 2D), weights alpha_ij (B, S))."""
+        """y_prev = E y_{t-1} (B, emb), s_prev = s_{t-1} (B, D), annotations h_i (B, S, 2D), mask (B, S)
+        -> (s_t (B, D), context c_t (B, 2D), weights alpha_ti (B, S))."""
         scores = additive_scores(s_prev[:, None, :], annotations, self.W_a, self.U_a, self.v_a)  # (B, 1, S)
         weights = masked_softmax(scores[:, 0], mask)     # (B, S)
         context = (weights[:, None, :] @ annotations)[:, 0]  # (B, 1, S) @ (B, S, 2D) -> (B, 2D)
@@ -83,7 +83,7 @@ class BahdanauDecoderStep(nn.Module):
         return s_new, context, weights
 
     def project_keys(self, annotations: torch.Tensor) -> torch.Tensor:
-        """U_a h_j for every annotation (B, S, 2D) -> (B, S, A): the same at every step, so computed once per
+        """U_a h_i for every annotation (B, S, 2D) -> (B, S, A): the same at every step, so computed once per
         source (Bahdanau et al., appendix A.1.2)."""
         return annotations @ self.U_a                    # (B, S, A)
 
@@ -99,7 +99,7 @@ class BahdanauDecoderStep(nn.Module):
 
 
 class BahdanauSeq2Seq(nn.Module):
-    """RNN encoder-decoder; with attention=True the decoder attends to every annotation h_j at every step.
+    """RNN encoder-decoder; with attention=True the decoder attends to every annotation h_i at every step.
 
     forward(src, tgt_in) -> (logits (B, T, V_tgt), weights (B, T, S) or None). Sources are right-padded
     with pad_id.
@@ -122,8 +122,8 @@ class BahdanauSeq2Seq(nn.Module):
             self.decoder = BahdanauDecoderStep(emb, hidden, 2 * hidden, attn_size)
         else:
             self.W_s = nn.Linear(2 * hidden, hidden)     # s_0 = tanh(W_s c): from the fixed context
-            self.decoder = nn.GRUCell(emb + 2 * hidden, hidden)  # input: [E y_{i-1}; c]
-        self.W_out = nn.Linear(hidden + 2 * hidden + emb, tgt_vocab)  # [s_i; c_i; E y_{i-1}] -> logits
+            self.decoder = nn.GRUCell(emb + 2 * hidden, hidden)  # input: [E y_{t-1}; c]
+        self.W_out = nn.Linear(hidden + 2 * hidden + emb, tgt_vocab)  # [s_t; c_t; E y_{t-1}] -> logits
 
     # ------------------------------------------------------------------ encoder
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -131,7 +131,7 @@ class BahdanauSeq2Seq(nn.Module):
         check_tokens(src, self.src_vocab, "src")
         mask = src != self.pad_id                        # (B, S)
         x = self.src_embedding(src)                      # (B, S) -> (B, S, E)
-        annotations = self.encoder(x, mask)              # (B, S, 2D) = [->h_j; <-h_j]
+        annotations = self.encoder(x, mask)              # (B, S, 2D) = [->h_i; <-h_i]
         last = mask.sum(1) - 1                           # (B,): each source's last real position
         forward_final = annotations[torch.arange(src.shape[0]), last, :self.hidden]  # (B, D): ->h_S
         context = torch.cat([forward_final, annotations[:, 0, self.hidden:]], dim=-1)  # (B, 2D): [->h_S; <-h_1]
@@ -149,12 +149,14 @@ class BahdanauSeq2Seq(nn.Module):
 
         keys = decoder.project_keys(annotations), computed once per source (None without attention).
         """
-        e = self.tgt_embedding(y_prev)                   # (B,) -> (B, E)
+        embedded = self.tgt_embedding(y_prev)            # (B,) -> (B, E): E y_{t-1}
         if self.attention:
-            s, c, weights = self.decoder.forward_cached(e, s_prev, annotations, keys, mask)  # (B, D), (B, 2D), (B, S)
+            # s (B, D), c (B, 2D), weights (B, S)
+            s, c, weights = self.decoder.forward_cached(embedded, s_prev, annotations, keys, mask)
         else:
-            s, c, weights = self.decoder(torch.cat([e, context], dim=-1), s_prev), context, None  # the same c
-        logits = self.W_out(torch.cat([s, c, e], dim=-1))  # (B, D + 2D + E) -> (B, V)
+            s = self.decoder(torch.cat([embedded, context], dim=-1), s_prev)   # (B, D)
+            c, weights = context, None                   # the same c at every step
+        logits = self.W_out(torch.cat([s, c, embedded], dim=-1))  # (B, D + 2D + E) -> (B, V)
         return logits, s, weights
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
