@@ -1,9 +1,10 @@
 """Checks for chapter 2 (Bahdanau attention): the additive alignment model, its weights and context vectors.
 
-`check_additive_attention(fn)` calls the learner's `fn(s_prev, H, W_a, U_a, v_a) -> (e, alpha, c)` on small
-fixed inputs (every axis a different size, so a swapped axis shows in the shape), compares with a reference
-written out here, and recognises the usual mistakes: no tanh, v_a applied before tanh, a missing W_a s or U_a h
-term, no softmax, a softmax over the wrong axis, exp without normalisation, context weighted by raw scores.
+`check_additive_attention(fn)` calls the learner's `fn(s_prev, annotations, W_a, U_a, v_a) -> (e, alpha, c)` on
+small fixed inputs (every axis a different size, so a swapped axis shows in the shape), compares with a
+reference written out here, and recognises the usual mistakes: no tanh, v_a applied before tanh, a missing
+W_a s or U_a h term, no softmax, a softmax over the wrong axis, exp without normalisation, context weighted by
+raw scores.
 The reference is written out in this module on purpose, independent of the package code the chapter teaches.
 """
 from __future__ import annotations
@@ -18,20 +19,20 @@ __all__ = ["check_additive_attention"]
 # ----------------------------------------------------------------------------------------------------------
 # reference (float64) and the wrong answers that common mistakes produce
 # ----------------------------------------------------------------------------------------------------------
-def _scores(s_prev, H, W_a, U_a, v_a, tanh=True, use_query=True, use_keys=True, v_inside=False):
-    """e[t, i] = v_a . tanh(s_prev[t] W_a + H[i] U_a), with switches that reproduce common mistakes."""
+def _scores(s_prev, annotations, W_a, U_a, v_a, tanh=True, use_query=True, use_keys=True, v_inside=False):
+    """e[t, i] = v_a . tanh(s_prev[t] W_a + annotations[i] U_a), with switches that reproduce common mistakes."""
     q = s_prev @ W_a if use_query else np.zeros((s_prev.shape[0], W_a.shape[1]))   # (T, A)
-    k = H @ U_a if use_keys else np.zeros((H.shape[0], U_a.shape[1]))             # (S, A)
+    k = annotations @ U_a if use_keys else np.zeros((annotations.shape[0], U_a.shape[1]))   # (S, A)
     pre = q[:, None, :] + k[None, :, :]                                           # (T, S, A)
     if v_inside:
         return np.tanh(pre @ v_a)                                                 # (T, S)
     return (np.tanh(pre) if tanh else pre) @ v_a                                  # (T, S)
 
 
-def _reference(s_prev, H, W_a, U_a, v_a):
-    e = _scores(s_prev, H, W_a, U_a, v_a)      # (T, S)
+def _reference(s_prev, annotations, W_a, U_a, v_a):
+    e = _scores(s_prev, annotations, W_a, U_a, v_a)    # (T, S)
     alpha = softmax(e, axis=-1)               # (T, S): each decoder step's weights sum to 1 over the source
-    c = alpha @ H                              # (T, S) @ (S, 2h) -> (T, 2h)
+    c = alpha @ annotations                            # (T, S) @ (S, 2h) -> (T, 2h)
     return e, alpha, c
 
 
@@ -40,11 +41,11 @@ def _inputs():
     rng = np.random.default_rng(2015)
     T, S, h_dec, h_ann, A = 3, 5, 2, 4, 6
     s_prev = rng.normal(size=(T, h_dec))
-    H = rng.normal(size=(S, h_ann))
+    annotations = rng.normal(size=(S, h_ann))
     W_a = rng.normal(size=(h_dec, A))
     U_a = rng.normal(size=(h_ann, A))
     v_a = rng.normal(size=A)
-    return s_prev, H, W_a, U_a, v_a
+    return s_prev, annotations, W_a, U_a, v_a
 
 
 
@@ -63,30 +64,31 @@ def _unpack(result):
 # ----------------------------------------------------------------------------------------------------------
 @exercise_check
 def check_additive_attention(fn):
-    """Check `fn(s_prev, H, W_a, U_a, v_a) -> (e, alpha, c)`, Bahdanau's additive attention for T decoder states.
+    """Check `fn(s_prev, annotations, W_a, U_a, v_a) -> (e, alpha, c)`, Bahdanau's additive attention for T
+    decoder states.
 
-    s_prev: (T, h_dec) decoder states s_{t-1}, one per row; H: (S, 2h) annotations h_i, one per row;
-    W_a: (h_dec, A); U_a: (2h, A); v_a: (A,).  e[t, i] = v_a . tanh(s_prev[t] W_a + H[i] U_a) (T, S);
-    alpha = softmax of e over the source positions i (T, S); c = alpha @ H (T, 2h).
+    s_prev: (T, h_dec) decoder states s_{t-1}, one per row; annotations: (S, 2h) the h_i, one per row;
+    W_a: (h_dec, A); U_a: (2h, A); v_a: (A,).  e[t, i] = v_a . tanh(s_prev[t] W_a + annotations[i] U_a) (T, S);
+    alpha = softmax of e over the source positions i (T, S); c = alpha @ annotations (T, 2h).
     """
-    s_prev, H, W_a, U_a, v_a = _inputs()
-    T, S = s_prev.shape[0], H.shape[0]
-    e, alpha, c = _unpack(call_learner(fn, s_prev, H, W_a, U_a, v_a))
-    exp_e, exp_alpha, exp_c = _reference(s_prev, H, W_a, U_a, v_a)
+    s_prev, annotations, W_a, U_a, v_a = _inputs()
+    T, S = s_prev.shape[0], annotations.shape[0]
+    e, alpha, c = _unpack(call_learner(fn, s_prev, annotations, W_a, U_a, v_a))
+    exp_e, exp_alpha, exp_c = _reference(s_prev, annotations, W_a, U_a, v_a)
 
     # 1. the scores
     compare_arrays(e, exp_e, f"e (one row per decoder step t = {T}, one column per source position i = {S})",
                    hints=[
-                       (_scores(s_prev, H, W_a, U_a, v_a, tanh=False),
+                       (_scores(s_prev, annotations, W_a, U_a, v_a, tanh=False),
                         "the tanh is missing: the scores are v_a . tanh(s W_a + h U_a); without the tanh the "
                         "score is linear and splits into a part for s and a part for h, so the decoder state "
                         "cannot change WHICH position wins."),
-                       (_scores(s_prev, H, W_a, U_a, v_a, v_inside=True),
+                       (_scores(s_prev, annotations, W_a, U_a, v_a, v_inside=True),
                         "tanh was applied after v_a: project with v_a last, v_a . tanh(s W_a + h U_a)."),
-                       (_scores(s_prev, H, W_a, U_a, v_a, use_query=False),
+                       (_scores(s_prev, annotations, W_a, U_a, v_a, use_query=False),
                         "the decoder-state term s_{t-1} W_a is missing: every decoder step then gets the same "
                         "scores (the rows of e are equal)."),
-                       (_scores(s_prev, H, W_a, U_a, v_a, use_keys=False),
+                       (_scores(s_prev, annotations, W_a, U_a, v_a, use_keys=False),
                         "the annotation term h_i U_a is missing: every source position then gets the same "
                         "score (the columns of e are equal)."),
                    ])
@@ -107,8 +109,9 @@ def check_additive_attention(fn):
 
     # 3. the context vectors
     compare_arrays(c, exp_c, "c (one context vector per decoder step)", hints=[
-        (exp_e @ H, "the annotations were weighted by the raw scores e; use the weights alpha."),
-        (np.tile(H.mean(axis=0), (T, 1)), "c is the plain average of the annotations: weight them by alpha."),
-        (np.tile(H.sum(axis=0), (T, 1)), "c is the plain sum of the annotations: weight them by alpha."),
+        (exp_e @ annotations, "the annotations were weighted by the raw scores e; use the weights alpha."),
+        (np.tile(annotations.mean(axis=0), (T, 1)),
+         "c is the plain average of the annotations: weight them by alpha."),
+        (np.tile(annotations.sum(axis=0), (T, 1)), "c is the plain sum of the annotations: weight them by alpha."),
     ])
     passed(f"scores, weights and context vectors all match for {T} decoder steps over {S} source positions.")
