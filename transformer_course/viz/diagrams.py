@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
+from matplotlib import patheffects
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangle
 
@@ -228,30 +229,38 @@ def encoder_decoder_diagram(S: int = 4, T: int = 3) -> Figure:
 
 # ------------------------------------------------------------------------------------- 2. RNNsearch
 def rnnsearch_diagram(S: int = 4) -> Figure:
-    """Bahdanau et al.'s RNNsearch at decoder step t: the bidirectional encoder's annotations h_i, the alignment
-    model a(s_{t-1}, h_i), the softmax weights, the context c_t and the decoder update s_t."""
+    """Bahdanau et al.'s RNNsearch at decoder step t: the bidirectional encoder (every x_i feeds both
+    directions; the annotation h_i is the pair of states, outlined), the alignment model a(s_{t-1}, h_i) on
+    every annotation, the softmax weights, the context c_t from all annotations, the decoder update s_t and
+    the output g(y_{t-1}, s_t, c_t); s_0 is computed from the backward state of the first word."""
     S = _count("S", S)
-    step, w, h = 0.75, 0.56, 0.38
-    xs = [0.55 + i * step for i in range(S)]
-    enc_mid, enc_right = (xs[0] + xs[-1]) / 2, xs[-1] + w / 2
-    x_prev, x_cur = enc_right + 0.95, enc_right + 2.3
-    fig, ax = _canvas(max(x_cur + 1.65, 5.6), 5.3)
-    y_x, y_fwd, y_bwd, y_h, y_a, y_soft = 0.3, 0.95, 1.65, 2.45, 3.35, 4.2
+    step, w, h, margin = 0.8, 0.5, 0.36, 0.08
+    w_fwd, fwd_shift = 0.36, -0.07                       # the forward box leaves room on its right for x_i's wire
+    xs = [0.92 + i * step for i in range(S)]
+    enc_mid, enc_right = (xs[0] + xs[-1]) / 2, xs[-1] + w / 2 + margin
+    x_prev, x_cur = enc_right + 0.85, enc_right + 2.0
+    fig, ax = _canvas(max(x_cur + 1.55, 5.6), 5.3)
+    y_x, y_fwd, y_bwd, y_a, y_soft = 0.3, 1.0, 1.62, 3.05, 3.95
+    col_bottom, col_top = y_fwd - h / 2 - margin, y_bwd + h / 2 + margin
+    bridge = [patheffects.withStroke(linewidth=4, foreground="white")]   # a wire that passes over another
     for i, x in enumerate(xs):
-        _note(ax, x, y_x, f"$x_{i + 1}$")
-        _box(ax, x, y_fwd, w, h, f"$\\overrightarrow{{h}}_{i + 1}$", FILL["rnn"])
+        ax.add_patch(FancyBboxPatch((x - w / 2 - margin, col_bottom), w + 2 * margin, col_top - col_bottom,
+                                    boxstyle="round,pad=0,rounding_size=0.08", facecolor="none",
+                                    edgecolor=SHAPE_COLOUR, linewidth=1.0, linestyle="--"))
+        _note(ax, x, col_top + 0.17, f"$h_{i + 1}$")
+        _box(ax, x + fwd_shift, y_fwd, w_fwd, h, f"$\\overrightarrow{{h}}_{i + 1}$", FILL["rnn"])
         _box(ax, x, y_bwd, w, h, f"$\\overleftarrow{{h}}_{i + 1}$", FILL["rnn"])
-        _box(ax, x, y_h, w, h, f"$h_{i + 1}$", FILL["rnn"])
-        _arrow(ax, (x, y_x + 0.15), (x, y_fwd - h / 2))
-        _arrow(ax, (x - 0.1, y_fwd + h / 2), (x - 0.1, y_h - h / 2))       # both states are concatenated
-        _arrow(ax, (x + 0.1, y_bwd + h / 2), (x + 0.1, y_h - h / 2))
-        _arrow(ax, (x, y_h + h / 2), (x, y_a - 0.2))
+        _note(ax, x, y_x, f"$x_{i + 1}$")
+        _arrow(ax, (x + fwd_shift, y_x + 0.15), (x + fwd_shift, y_fwd - h / 2))       # x_i feeds both directions
+        x_wire = x + fwd_shift + w_fwd / 2 + 0.08
+        _arrow(ax, (x_wire, y_x + 0.15), (x_wire, y_bwd - h / 2), path_effects=bridge, zorder=3)
+        _arrow(ax, (x, col_top + 0.3), (x, y_a - 0.2))                                   # every h_i is scored
         if i:
-            _arrow(ax, (xs[i - 1] + w / 2, y_fwd), (x - w / 2, y_fwd))
+            _arrow(ax, (xs[i - 1] + fwd_shift + w_fwd / 2, y_fwd), (x + fwd_shift - w_fwd / 2, y_fwd))
             _arrow(ax, (x - w / 2, y_bwd), (xs[i - 1] + w / 2, y_bwd))
-    _shape(ax, xs[0] + 0.06, (y_x + y_fwd) / 2 + 0.05, "(B, E)")
-    _shape(ax, xs[-1] + w / 2 + 0.05, y_fwd, "(B, D)")
-    _shape(ax, xs[0] + 0.05, (y_h + y_a) / 2, "(B, 2D)")
+    _shape(ax, xs[0] - w / 2 - margin - 0.04, y_x + 0.3, "(B, E)", ha="right")
+    _shape(ax, xs[0] - w / 2 - margin - 0.04, (y_fwd + y_bwd) / 2, "(B, D)", ha="right")
+    _shape(ax, xs[0] + 0.05, (col_top + 0.3 + y_a - 0.2) / 2, "(B, 2D)")
     span = xs[-1] - xs[0] + w + 0.2
     _box(ax, enc_mid, y_a, span, 0.4, "alignment model  $e_{t,i} = a(s_{t-1}, h_i)$", FILL["attention"])
     _box(ax, enc_mid, y_soft, span, 0.4, "softmax over $i$:  $\\alpha_{t,i}$", FILL["attention"])
@@ -262,33 +271,38 @@ def rnnsearch_diagram(S: int = 4) -> Figure:
     _box(ax, x_cur, y_bwd, 0.62, h, "$s_t$", FILL["rnn"])
     _arrow(ax, (x_prev + 0.31, y_bwd), (x_cur - 0.31, y_bwd))
     _arrow(ax, (x_prev, y_bwd + h / 2), (enc_mid + span / 2, y_a - 0.05))
-    _shape(ax, x_prev + 0.1, y_bwd + h / 2 + 0.14, "(B, D)")   # low, clear of "(B, S, 2D)" on a slide
+    _shape(ax, x_prev - 0.45, y_bwd + h / 2 + 0.62, "(B, D)")
+    _note(ax, x_prev, y_fwd - 0.05, "$s_0 = \\tanh(W_s \\overleftarrow{h}_1)$", size=SHAPE_SIZE)
     _note(ax, x_cur, y_x, "$E y_{t-1}$")
     _arrow(ax, (x_cur, y_x + 0.15), (x_cur, y_bwd - h / 2))
-    _shape(ax, x_cur + 0.06, (y_x + y_bwd) / 2, "(B, E)")
+    _shape(ax, x_cur + 0.06, (y_x + y_fwd) / 2 - 0.05, "(B, E)")
+    x_g = x_cur + 0.92
+    _arrow(ax, (x_cur + 0.25, y_x), (x_g - 0.05, y_a - 0.25 - 0.55), connectionstyle="angle,angleA=0,angleB=90,rad=0")
     x_ctx = (x_prev + x_cur) / 2
     _box(ax, x_ctx, y_soft, 1.0, 0.5, "$c_t = \\sum_i \\alpha_{t,i} h_i$", FILL["context"], size=9)
     _arrow(ax, (enc_mid + span / 2, y_soft), (x_ctx - 0.5, y_soft))
     _shape(ax, (enc_mid + span / 2 + x_ctx - 0.5) / 2, y_soft + 0.2, "(B, S)", ha="center")
-    _arrow(ax, (enc_right + 0.05, y_h), (x_ctx - 0.25, y_soft - 0.25),
+    # the context reads every annotation: one line from all the outlined h_i
+    y_all = col_top                                      # along the tops of the outlined annotations
+    ax.plot([xs[0] - w / 2, enc_right], [y_all, y_all], color=SHAPE_COLOUR, lw=1.0, ls="--")
+    _arrow(ax, (enc_right, y_all), (x_ctx - 0.25, y_soft - 0.25), colour=SHAPE_COLOUR,
            connectionstyle="angle,angleA=0,angleB=90,rad=0")
-    _shape(ax, enc_right + 0.1, y_h - 0.2, "(B, S, 2D)")
+    _shape(ax, enc_right + 0.08, y_all + 0.17, "all $h_i$: (B, S, 2D)")
     _arrow(ax, (x_ctx + 0.1, y_soft - 0.25), (x_cur - 0.15, y_bwd + h / 2))
     _shape(ax, x_ctx + 0.2, y_a - 0.35, "$c_t$: (B, 2D)", ha="left")
-    x_g = x_cur + 0.95
-    _box(ax, x_g, y_h, 0.95, 0.5, "$g(y_{t-1}, s_t, c_t)$\nsoftmax", FILL["linear"], size=9)
-    _arrow(ax, (x_cur + 0.2, y_bwd + h / 2), (x_g - 0.2, y_h - 0.25))
-    _arrow(ax, (x_ctx + 0.5, y_soft), (x_g, y_h + 0.25))
-    _arrow(ax, (x_g + 0.3, y_h + 0.25), (x_g + 0.3, y_a + 0.05))
-    _note(ax, x_g, y_a + 0.2, "$p(y_t \\mid y_{<t}, x)$", ha="center")
-    _shape(ax, x_g, y_a + 0.45, "(B, V)", ha="center")
+    _box(ax, x_g, y_a - 0.55, 0.95, 0.5, "$g(y_{t-1}, s_t, c_t)$\nsoftmax", FILL["linear"], size=9)
+    _arrow(ax, (x_cur + 0.2, y_bwd + h / 2), (x_g - 0.2, y_a - 0.8))
+    _arrow(ax, (x_ctx + 0.5, y_soft), (x_g, y_a - 0.3))
+    _arrow(ax, (x_g + 0.3, y_a - 0.3), (x_g + 0.3, y_soft + 0.2))
+    _note(ax, x_g, y_soft + 0.35, "$p(y_t \\mid y_{<t}, x)$", ha="center")
+    _shape(ax, x_g, y_soft + 0.6, "(B, V)", ha="center")
     _note(ax, 0.1, 4.95, "bidirectional encoder, then one decoder step $t$", ha="left", weight="bold")
     return fig
 
 
 # ------------------------------------------------------------------------------------ 3. soft look-up
 def soft_lookup_diagram(n_keys: int = 4) -> Figure:
-    """Attention as a soft look-up for one query: scores e_i = q . k_i, weights alpha = softmax(e), output the
+    """Attention as a soft look-up for one query: scores e_j = q . k_j, weights alpha = softmax(e), output the
     weighted average of the values. Vectors are rows, so one query is (1, d_k)."""
     n = _count("n_keys", n_keys)
     row = 0.52
@@ -315,11 +329,11 @@ def soft_lookup_diagram(n_keys: int = 4) -> Figure:
     _box(ax, x_o, mid, 0.62, 0.4, "$o$", FILL["context"], size=12)
     _arrow(ax, (x_sum + 0.17, mid), (x_o - 0.31, mid))
     top = ys[0] + 0.3
-    labels = [(x_q, "query\n$(1, d_k)$"), (x_k, "keys $K$\n$(T_k, d_k)$"), (x_e, "scores $q \\cdot k_i$\n$(1, T_k)$"),
+    labels = [(x_q, "query\n$(1, d_k)$"), (x_k, "keys $K$\n$(T_k, d_k)$"), (x_e, "scores $q \\cdot k_j$\n$(1, T_k)$"),
               (x_a, "weights\n$(1, T_k)$"), (x_v, "values $V$\n$(T_k, d_v)$"), (x_o, "output\n$(1, d_v)$")]
     for x, text in labels:
         ax.text(x, top, text, ha="center", va="bottom", fontsize=SHAPE_SIZE, color=SHAPE_COLOUR)
-    _note(ax, 3.6, 0.22, "$o = \\sum_i \\alpha_i v_i$,  $\\alpha = \\mathrm{softmax}(e)$: "
+    _note(ax, 3.6, 0.22, "$o = \\sum_j \\alpha_j v_j$,  $\\alpha = \\mathrm{softmax}(e)$: "
           "positive weights that sum to 1", size=TEXT_SIZE)
     return fig
 
