@@ -247,7 +247,7 @@ def rnnsearch_diagram(S: int = 4) -> Figure:
         ax.add_patch(FancyBboxPatch((x - w / 2 - margin, col_bottom), w + 2 * margin, col_top - col_bottom,
                                     boxstyle="round,pad=0,rounding_size=0.08", facecolor="none",
                                     edgecolor=SHAPE_COLOUR, linewidth=1.0, linestyle="--"))
-        _note(ax, x, col_top + 0.17, f"$h_{i + 1}$")
+        _note(ax, x, col_top + 0.2, f"$h_{i + 1}$")
         _box(ax, x + fwd_shift, y_fwd, w_fwd, h, f"$\\overrightarrow{{h}}_{i + 1}$", FILL["rnn"])
         _box(ax, x, y_bwd, w, h, f"$\\overleftarrow{{h}}_{i + 1}$", FILL["rnn"])
         _note(ax, x, y_x, f"$x_{i + 1}$")
@@ -272,7 +272,8 @@ def rnnsearch_diagram(S: int = 4) -> Figure:
     _arrow(ax, (x_prev + 0.31, y_bwd), (x_cur - 0.31, y_bwd))
     _arrow(ax, (x_prev, y_bwd + h / 2), (enc_mid + span / 2, y_a - 0.05))
     _shape(ax, x_prev - 0.45, y_bwd + h / 2 + 0.62, "(B, D)")
-    _note(ax, x_prev, y_fwd - 0.05, "$s_0 = \\tanh(W_s \\overleftarrow{h}_1)$", size=SHAPE_SIZE)
+    _note(ax, x_prev, y_x + 0.05, "at $t = 1$:\n$s_0 = \\tanh(W_s \\overleftarrow{h}_1)$", size=SHAPE_SIZE)
+    _arrow(ax, (x_prev, y_x + 0.32), (x_prev, y_bwd - h / 2), style="-|>", linestyle=":")
     _note(ax, x_cur, y_x, "$E y_{t-1}$")
     _arrow(ax, (x_cur, y_x + 0.15), (x_cur, y_bwd - h / 2))
     _shape(ax, x_cur + 0.06, (y_x + y_fwd) / 2 - 0.05, "(B, E)")
@@ -283,8 +284,10 @@ def rnnsearch_diagram(S: int = 4) -> Figure:
     _arrow(ax, (enc_mid + span / 2, y_soft), (x_ctx - 0.5, y_soft))
     _shape(ax, (enc_mid + span / 2 + x_ctx - 0.5) / 2, y_soft + 0.2, "(B, S)", ha="center")
     # the context reads every annotation: one line from all the outlined h_i
-    y_all = col_top                                      # along the tops of the outlined annotations
-    ax.plot([xs[0] - w / 2, enc_right], [y_all, y_all], color=SHAPE_COLOUR, lw=1.0, ls="--")
+    y_all = col_top + 0.06                               # a line joining the tops of all the outlined annotations
+    ax.plot([xs[0] - w / 2 - margin, enc_right], [y_all, y_all], color=SHAPE_COLOUR, lw=1.0, ls="--")
+    for x in xs:
+        ax.plot([x - w / 2 - margin + 0.04] * 2, [col_top, y_all], color=SHAPE_COLOUR, lw=1.0)
     _arrow(ax, (enc_right, y_all), (x_ctx - 0.25, y_soft - 0.25), colour=SHAPE_COLOUR,
            connectionstyle="angle,angleA=0,angleB=90,rad=0")
     _shape(ax, enc_right + 0.08, y_all + 0.17, "all $h_i$: (B, S, 2D)")
@@ -380,7 +383,8 @@ def scaled_dot_product_attention_diagram(config: ModelConfig | None = None, mask
     _shape(ax, x_v + 0.08, 1.4, f"(B, {heads}$T_k$, {dv})")
     if mask:
         m = where["mask"]
-        _shape(ax, m[0] - 0.1, (m[1] + m[3]) / 2, "$M$: (B, 1, $T_k$)\nor (1, $T_q$, $T_k$)", ha="right")
+        mask_shapes = "$M$: (B, 1, $T_k$),\n(1, $T_q$, $T_k$) or\n(B, $T_q$, $T_k$)"
+        _shape(ax, m[0] - 0.1, (m[1] + m[3]) / 2, mask_shapes, ha="right")
     return fig
 
 
