@@ -55,6 +55,11 @@ CITED: dict[str, str] = {
     # Vaswani et al. (2017), Table 3: newstest2013 development set, BLEU and perplexity per word-piece
     "25.8": "Vaswani et al. 2017, Table 3: base BLEU",
     "3.35": "NVIDIA's H100 page (book/references.bib, nvidia2022h100): H100 SXM memory bandwidth, TB/s",
+    # Bahdanau et al. (2015), Table 1: BLEU on the WMT'14 English-French test set, all sentences / no unknown words
+    "17.82": "Bahdanau et al. 2015, Table 1: RNNencdec-50, all sentences",
+    "26.75": "Bahdanau et al. 2015, Table 1: RNNsearch-50, all sentences",
+    "26.71": "Bahdanau et al. 2015, Table 1: RNNencdec-50, sentences without unknown words",
+    "34.16": "Bahdanau et al. 2015, Table 1: RNNsearch-50, sentences without unknown words",
     "4.92": "Vaswani et al. 2017, Table 3: base PPL (also row (E), learned positions)",
     "24.9": "Vaswani et al. 2017, Table 3, row (A): h = 1, BLEU",
     "5.29": "Vaswani et al. 2017, Table 3, row (A): h = 1, PPL",
