@@ -96,7 +96,7 @@ def decoder_forward(x: np.ndarray, memory: np.ndarray, params: dict, n_heads: in
             or memory.shape[2] != x.shape[2]:
         raise ValueError(f"memory: expected shape (B={x.shape[0]}, S, d_model={x.shape[2]}), "
                          f"got {getattr(memory, 'shape', type(memory).__name__)}")
-    # by keyword: two dropouts and nine settings in a row are easy to swap unnoticed
+    # by keyword: seven settings, two of them dropouts, are easy to swap unnoticed in a row
     settings = dict(dropout=dropout, attention_dropout=attention_dropout, norm_first=norm_first, eps=eps, rng=rng,
                     training=training, positional=positional)
     layer_caches = []

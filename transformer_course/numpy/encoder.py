@@ -62,7 +62,7 @@ def encoder_forward(x: np.ndarray, params: dict, n_heads: int, mask: np.ndarray 
     if norm_first != ("norm" in params):
         raise ValueError(f"params: a {'pre' if norm_first else 'post'}-LN encoder (norm_first={norm_first}) "
                          f"{'needs' if norm_first else 'has no'} a final 'norm'; got keys {sorted(params)}")
-    # by keyword: two dropouts and nine settings in a row are easy to swap unnoticed
+    # by keyword: seven settings, two of them dropouts, are easy to swap unnoticed in a row
     settings = dict(dropout=dropout, attention_dropout=attention_dropout, norm_first=norm_first, eps=eps, rng=rng,
                     training=training, positional=positional)
     layer_caches = []

@@ -93,8 +93,8 @@ def _positions_backward(dout: np.ndarray, cache, config: ModelConfig):
 # ---------------------------------------------------------------- the two halves
 
 def _stack_settings(config: ModelConfig, rng: np.random.Generator | None, training: bool) -> dict:
-    """The keyword arguments an encoder or decoder stack takes from the config (by keyword: two dropouts and
-    nine settings in a row are easy to swap unnoticed)."""
+    """The keyword arguments an encoder or decoder stack takes from the config (by keyword: seven settings, two
+    of them dropouts, are easy to swap unnoticed in a row)."""
     return dict(dropout=config.dropout, attention_dropout=config.attention_dropout, norm_first=config.norm_first,
                 eps=config.layer_norm_eps, rng=rng, training=training, positional=config.attention_positional)
 
