@@ -290,7 +290,8 @@ def rnnsearch_diagram(S: int = 4) -> Figure:
         ax.plot([x - w / 2 - margin + 0.04] * 2, [col_top, y_all], color=SHAPE_COLOUR, lw=1.0)
     _arrow(ax, (enc_right, y_all), (x_ctx - 0.25, y_soft - 0.25), colour=SHAPE_COLOUR,
            connectionstyle="angle,angleA=0,angleB=90,rad=0")
-    _shape(ax, enc_right + 0.08, y_all + 0.17, "all $h_i$: (B, S, 2D)")
+    # beside the wire where it rises to c_t, clear of the s_{t-1} arrow that crosses the wire lower down
+    _shape(ax, x_ctx - 0.32, (y_a + y_soft) / 2, "all $h_i$: (B, S, 2D)", ha="right")
     _arrow(ax, (x_ctx + 0.1, y_soft - 0.25), (x_cur - 0.15, y_bwd + h / 2))
     _shape(ax, x_ctx + 0.2, y_a - 0.35, "$c_t$: (B, 2D)", ha="left")
     _box(ax, x_g, y_a - 0.55, 0.95, 0.5, "$g(y_{t-1}, s_t, c_t)$\nsoftmax", FILL["linear"], size=9)
