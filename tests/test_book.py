@@ -64,6 +64,19 @@ def test_exactly_one_bibliography_directive():
     assert count == 1, f"expected exactly one {{bibliography}} directive in the book, found {count}"
 
 
+# The entries book/references.md names as having no link; every other entry links to a copy or a DOI.
+UNLINKED_REFERENCES = {"chollet2021deep", "rothman2022transformers", "hochreiter2001gradient", "gage1994new"}
+
+
+def test_every_reference_links_to_a_copy_or_a_doi():
+    bib = (ROOT / "book" / "references.bib").read_text()
+    entries = re.findall(r"^@\w+\{([^,]+),(.*?)^\}", bib, flags=re.S | re.M)
+    assert len(entries) == len(re.findall(r"^@", bib, flags=re.M)), "an entry of references.bib was not read"
+    unlinked = {key for key, body in entries if not re.search(r"^\s*(url|doi)\s*=", body, flags=re.M)}
+    assert unlinked == UNLINKED_REFERENCES, (
+        f"entries without url or doi: {sorted(unlinked)}; book/references.md names {sorted(UNLINKED_REFERENCES)}")
+
+
 def test_repository_url_is_a_github_url():
     url = check_notebooks.repository_url()
     assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", url), url
