@@ -319,7 +319,7 @@ def multi_head_attention_forward(x_q: np.ndarray, x_kv: np.ndarray, params: dict
 
     x_q (B, Tq, D) attends to x_kv (B, Tk, D) (the same array for self-attention); mask (B or 1, Tq or 1, Tk),
     True = may attend; dropout acts on the attention weights. `positional` is the position term of
-    self-attention: "rope" rotates queries and keys by their positions, "alibi" adds -rho_h |i - j| to the scores;
+    self-attention: "rope" rotates queries and keys by their positions, "alibi" adds -rho_m |i - j| to head m's scores;
     None (cross-attention, and models that add positions to the embeddings) adds nothing.
     Returns (out (B, Tq, D), cache); cache["weights"] is (B, H, Tq, Tk).
     """

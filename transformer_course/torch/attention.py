@@ -239,7 +239,7 @@ class MultiHeadAttention(nn.Module):
     applied with F.linear, as the NumPy twin applies its own with `linear_forward`. Initialisation: Xavier
     uniform for each projection, zero biases (the NumPy twin's). `dropout` acts on the attention weights.
     `positional` is the position term of self-attention: "rope" rotates queries and keys by their positions
-    (up to `max_len`), "alibi" adds -rho_h |i - j| to the scores; None (cross-attention, and models that add
+    (up to `max_len`), "alibi" adds -rho_m |i - j| to head m's scores; None (cross-attention, and models that add
     positions to the embeddings) adds nothing. `fused` picks the attention kernel (see the module's docstring).
     """
 
