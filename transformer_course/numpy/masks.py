@@ -5,6 +5,8 @@ same for every sequence (B axis 1). Multi-head attention inserts the head axis i
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 __all__ = ["padding_mask", "lengths_to_mask", "causal_mask", "combine_masks", "check_mask"]
@@ -34,7 +36,7 @@ def lengths_to_mask(lengths: np.ndarray, max_len: int) -> np.ndarray:
 
 def causal_mask(T: int) -> np.ndarray:
     """True on and below the diagonal: query i sees keys 0 .. i and never the future."""
-    if not isinstance(T, (int, np.integer)) or T <= 0:
+    if isinstance(T, bool) or not isinstance(T, numbers.Integral) or T <= 0:   # int or NumPy int
         raise ValueError(f"T: expected a positive int, got {T!r}")
     mask = np.tril(np.ones((T, T), dtype=bool))          # (T, T)
     return mask[None]                                    # (T, T) -> (1, T, T)

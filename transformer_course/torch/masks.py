@@ -5,6 +5,8 @@ same for every sequence (B axis 1). Multi-head attention inserts the head axis i
 """
 from __future__ import annotations
 
+import numbers
+
 import torch
 
 __all__ = ["padding_mask", "lengths_to_mask", "causal_mask", "combine_masks", "check_mask"]
@@ -34,7 +36,7 @@ def lengths_to_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
 
 def causal_mask(T: int, device=None) -> torch.Tensor:
     """True on and below the diagonal: query i sees keys 0 .. i and never the future."""
-    if not isinstance(T, int) or T <= 0:
+    if isinstance(T, bool) or not isinstance(T, numbers.Integral) or T <= 0:   # int or NumPy int
         raise ValueError(f"T: expected a positive int, got {T!r}")
     mask = torch.ones(T, T, dtype=torch.bool, device=device).tril()  # (T, T)
     return mask[None]                                    # (T, T) -> (1, T, T)
