@@ -8,7 +8,7 @@ mean, standard deviation, minimum and maximum. The chapter prints that file next
     python benchmarks/experiments.py attention  --seeds 0 1 2 3 4   # chapter 2: with and without attention
     python benchmarks/experiments.py positions  --seeds 0 1 2 3 4   # chapter 6: sinusoidal, learned, RoPE, ALiBi
     python benchmarks/experiments.py stability  --seeds 0 1 2 3 4   # chapter 7: post-LN / pre-LN x warm-up
-    python benchmarks/experiments.py heads      --seeds 0 1 2       # chapter 5: one head vs several, same width
+    python benchmarks/experiments.py heads      --seeds 0 1 2 3 4   # chapter 5: one head vs several, same width
     python benchmarks/experiments.py all        --seeds 0 1 2 3 4
 
 One torch thread per run (as in the chapters); the wall time of each run is recorded too.
@@ -198,6 +198,7 @@ def stability_run(seed: int, steps: int = 100, peak_lr: float = 1e-2) -> dict:
 # chapter 5: one head vs several heads of the same total width, on a task that needs K lookups at once
 # ---------------------------------------------------------------------------------------------------------
 LOOKUP = dict(V=32, T=8, D=16, steps=600, batch_size=64, lr=1e-2, n_test=2000)
+LOOKUP_LONG, LOOKUP_EVERY = 3000, 100       # the same runs continued to 3000 steps, tested every 100
 
 
 class Lookups(nn.Module):
@@ -226,36 +227,58 @@ def lookup_batch(generator, B: int, V: int, T: int, K: int):
 
 
 def lookup_accuracy(H: int, K: int, seed: int, V: int, T: int, D: int, steps: int, batch_size: int, lr: float,
-                    n_test: int, with_positions: bool = False):
-    """Share of test sequences whose K symbols are all predicted right, after `steps` of Adam from `seed`; with
-    `with_positions`, also the position (0-based) each head gives its largest mean weight on the test set."""
+                    n_test: int, every: int | None = None) -> dict:
+    """Share of test sequences whose K symbols are all predicted right after `steps` of Adam from `seed`
+    ("accuracy"), the position (0-based) each head gives its largest mean weight on the test set ("positions"),
+    and with `every`, the accuracy at steps 0, every, 2 every, ... ("curve"): one run, tested along the way."""
     set_seed(seed)
     model = Lookups(V, T, D, H, K)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     data = torch.Generator().manual_seed(1000 + seed)
-    for _ in range(steps):
+    x_test, y_test = lookup_batch(torch.Generator().manual_seed(99), n_test, V, T, K)   # the same test set for all
+
+    def accuracy() -> float:
+        with torch.no_grad():
+            return (model(x_test).argmax(-1) == y_test).all(1).float().mean().item()
+
+    curve = []
+    for step in range(steps + 1):
+        if every and step % every == 0:
+            curve.append(accuracy())
+        if step == steps:
+            break
         x, y = lookup_batch(data, batch_size, V, T, K)
         loss = F.cross_entropy(model(x).reshape(-1, V), y.reshape(-1))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    x, y = lookup_batch(torch.Generator().manual_seed(99), n_test, V, T, K)   # the same test set for all
     with torch.no_grad():
-        accuracy = (model(x).argmax(-1) == y).all(1).float().mean().item()
-        if not with_positions:
-            return accuracy
-        h = model.tokens(x) + model.positions(torch.arange(x.shape[1]))         # (B, T + 1, D)
-        _, weights = model.attention(h[:, -1:], h, need_weights=True)            # (B, H, 1, T + 1)
-        return accuracy, weights[:, :, 0].mean(0).argmax(-1).tolist()           # (H,) positions read
+        h = model.tokens(x_test) + model.positions(torch.arange(x_test.shape[1]))   # (B, T + 1, D)
+        _, weights = model.attention(h[:, -1:], h, need_weights=True)               # (B, H, 1, T + 1)
+        per_symbol = (model(x_test).argmax(-1) == y_test).float().mean(0).tolist()   # (K,): each lookup alone
+    mean_weights = weights[:, :, 0].mean(0)                                           # (H, T + 1)
+    return {"accuracy": accuracy(), "positions": mean_weights.argmax(-1).tolist(), "curve": curve,
+            "per symbol": per_symbol, "top weight": mean_weights.max(-1).values.tolist()}
 
 
 def heads_run(seed: int) -> dict:
-    """Exact accuracy for K = 2 and 4 lookups and H = 1, 2, 4 heads of the same total width D, and the positions
-    the four heads of the H = 4 model read on the four-lookup task ("positions", 0-based)."""
-    result = {f"{K} lookups": {f"H = {H}": lookup_accuracy(H, K, seed, **LOOKUP) for H in (1, 2)} for K in (2, 4)}
-    result["2 lookups"]["H = 4"] = lookup_accuracy(4, 2, seed, **LOOKUP)
-    result["4 lookups"]["H = 4"], positions = lookup_accuracy(4, 4, seed, **LOOKUP, with_positions=True)
-    return {**result, "positions": positions}           # per seed only: a pattern, not a number to average
+    """Exact accuracy for K = 2 and 4 lookups and H = 1, 2, 4 heads of the same total width D after the
+    chapter's 600 steps; the same runs continued to 3000 steps ("... lookups, 3000 steps") with their test
+    accuracy every 100 steps ("curves, ... lookups", from step 0); for the one-head model after 3000 steps, the
+    share of each symbol predicted right and the head's largest mean weight on one position; and the positions
+    the four heads of the H = 4 model read on the four-lookup task after 600 steps ("positions", 0-based)."""
+    short = LOOKUP["steps"]
+    result: dict = {"positions": None}
+    for K in (2, 4):
+        runs = {H: lookup_accuracy(H, K, seed, **{**LOOKUP, "steps": LOOKUP_LONG}, every=LOOKUP_EVERY)
+                for H in (1, 2, 4)}
+        result[f"{K} lookups"] = {f"H = {H}": run["curve"][short // LOOKUP_EVERY] for H, run in runs.items()}
+        result[f"{K} lookups, {LOOKUP_LONG} steps"] = {f"H = {H}": run["accuracy"] for H, run in runs.items()}
+        result[f"curves, {K} lookups"] = {f"H = {H}": run["curve"] for H, run in runs.items()}
+        result[f"one head, {K} lookups, {LOOKUP_LONG} steps"] = {key: runs[1][key] for key in ("per symbol",
+                                                                                              "top weight")}
+    result["positions"] = lookup_accuracy(4, 4, seed, **LOOKUP)["positions"]   # after the chapter's 600 steps
+    return result                                       # positions: per seed only, a pattern, not a number
 
 
 EXPERIMENTS = {"attention": attention_run, "positions": positions_run, "stability": stability_run,
