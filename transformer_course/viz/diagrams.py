@@ -475,14 +475,15 @@ def _layer_diagram(kind: str, config, norm_first) -> Figure:
     steps = _layer_steps(kind, z, norm_first, compact=False)
     height = 1.35 + sum(s.height if s.kind == "box" else 0.24 * (s.kind == "add") for s in steps) + \
         0.34 * sum(s.kind != "branch" for s in steps)
-    fig, ax = _canvas(6.4, height)
+    fig, ax = _canvas(6.4, height + 0.3)                 # 0.3: the title's line above the legend
     x, w = 2.75, 3.0
     _note(ax, x, 0.25, f"input $x$ (layer $\\ell - 1$ or the embeddings): (B, {L}, {z.D})", size=9)
     top, where = _stack(ax, x, 0.42, steps, w)
     _arrow(ax, (x, top), (x, top + 0.3))
     _shape(ax, x + 0.08, top + 0.15, f"(B, {L}, {z.D})")
     name = "post-LN (the paper)" if not norm_first else "pre-LN (the stack ends with one more LayerNorm)"
-    _note(ax, x, top + 0.48, f"to layer $\\ell + 1$;  {kind} layer, {name}", size=9)
+    _note(ax, x, top + 0.48, "to layer $\\ell + 1$", size=9)
+    _note(ax, 0.1, height + 0.1, f"{kind} layer, {name}", ha="left", size=9, weight="bold")   # the title
     _note(ax, 0.1, height - 0.2, z.legend, ha="left", size=9)
     if kind == "decoder":
         cross = where["cross"]
