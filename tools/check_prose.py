@@ -68,11 +68,6 @@ CITED: dict[str, str] = {
     "25.7": "Vaswani et al. 2017, Table 3, rows (D) eps_ls = 0.2 and (E) learned positions: BLEU",
     # Rothman (2022), ch. 2: figures of the worked examples that the book reproduces and corrects
     "1.75": "Rothman 2022, ch. 2: the value written for sqrt(d_k) with d_k = 3",
-    "0.9998901": "Rothman 2022, ch. 2: cosine similarity of the two word2vec vectors",
-    "0.99987495": "Rothman 2022, ch. 2: the same similarity, printed a second time",
-    "0.9627094": "Rothman 2022, ch. 2: similarity of the two encoded words after adding positions",
-    "9.58144367": "Rothman 2022, ch. 2: column 2 of PE(2) as printed",
-    "2.14921574": "Rothman 2022, ch. 2: column 510 of PE(2) as printed (times 1e-8)",
 }
 
 # Figures a page derives by hand (an exercise's arithmetic, a unit conversion), per page, with the Python
