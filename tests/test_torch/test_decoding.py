@@ -1,5 +1,6 @@
 """Decoding: the cache changes nothing but speed, beam 1 is greedy, beam search beats greedy where it should;
-sampling draws from the distribution it says (temperature, top-k, top-p), and top-k = 1 is greedy."""
+sampling draws from the distribution it says (temperature, top-k, top-p), never <pad> or <bos>, and top-k = 1 is
+greedy."""
 from __future__ import annotations
 
 import math
@@ -225,19 +226,65 @@ def test_sampled_frequencies_match_the_distribution():
     generator = torch.Generator().manual_seed(0)
     for temperature in (1.0, 2.0):
         tokens = sample_decode(model, src, temperature=temperature, max_len=2, generator=generator)   # (n, 2)
-        first = sampling_probs(model._next_logp(torch.tensor([1])), temperature)[0]   # (V,)
+        first = sampling_probs(model._next_logp(torch.tensor([1])), temperature, exclude=(0, 1))[0]   # (V,)
         counts = {}
         for a, b in tokens.tolist():
             counts[a, b] = counts.get((a, b), 0) + 1
         expected = {}
         for a in (5, 6):
-            second = sampling_probs(model._next_logp(torch.tensor([a])), temperature)[0]
+            second = sampling_probs(model._next_logp(torch.tensor([a])), temperature, exclude=(0, 1))[0]
             for b in second.nonzero()[:, 0].tolist():
                 expected[a, b] = (first[a] * second[b]).item()
         assert set(counts) <= set(expected)
         for outcome, p in expected.items():
             tolerance = 4.5 * math.sqrt(p * (1 - p) / n)
             assert abs(counts.get(outcome, 0) / n - p) <= tolerance, (temperature, outcome)
+
+
+class _SpecialsModel(_ScriptedModel):
+    """After any prefix: <pad> 0.3, <bos> 0.2, <unk> 0.1, EOS 0.2, token 5 0.2."""
+
+    def _next_logp(self, last):
+        logp = torch.full((last.shape[0], 16), -30.0)
+        for token, p in {0: 0.3, 1: 0.2, 3: 0.1, EOS: 0.2, 5: 0.2}.items():
+            logp[:, token] = math.log(p)
+        return logp
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_sampling_never_draws_pad_or_bos_and_renormalises_the_rest(use_cache):
+    """<pad> and <bos> (half the probability here) are never drawn; <unk>, EOS and token 5 keep their shares of
+    the rest: 0.2, 0.4, 0.4 (within 4.5 standard errors)."""
+    model = _SpecialsModel()
+    n = 20000
+    tokens = sample_decode(model, torch.full((n, 3), 4), max_len=1, use_cache=use_cache,
+                           generator=torch.Generator().manual_seed(0))[:, 0]   # (n,)
+    counts = torch.bincount(tokens, minlength=16)
+    assert counts[0] == counts[1] == 0
+    for token, p in {3: 0.2, EOS: 0.4, 5: 0.4}.items():
+        assert abs(counts[token].item() / n - p) <= 4.5 * math.sqrt(p * (1 - p) / n), token
+    longer = sample_decode(model, torch.full((200, 3), 4), max_len=10, generator=torch.Generator().manual_seed(1))
+    for row in longer.tolist():                          # <pad> only after the EOS, <bos> never
+        body = row[: row.index(EOS)] if EOS in row else row
+        assert 0 not in body and 1 not in row
+    hot = sample_decode(model, torch.full((50, 3), 4), temperature=5.0, top_p=1.0, max_len=10,
+                        generator=torch.Generator().manual_seed(2))
+    assert 1 not in hot.tolist() and all(0 not in (r[: r.index(EOS)] if EOS in r else r) for r in hot.tolist())
+
+
+def test_sampling_probs_exclude():
+    logits = torch.randn(4, 11, generator=torch.Generator().manual_seed(0))   # (B, V)
+    probs = sampling_probs(logits, exclude=(0, 1))
+    expected = torch.softmax(logits[:, 2:], -1)          # the rest, renormalised
+    torch.testing.assert_close(probs[:, 2:], expected)
+    assert (probs[:, :2] == 0).all()
+    torch.testing.assert_close(sampling_probs(logits, exclude=()), torch.softmax(logits, -1))
+    top2 = sampling_probs(logits, top_k=2, exclude=(0, 1))   # top-k among the tokens left
+    assert ((top2 > 0).sum(-1) == 2).all() and (top2[:, :2] == 0).all()
+    with pytest.raises(ValueError, match=r"exclude: expected an int in \[0, 10\]"):
+        sampling_probs(logits, exclude=(11,))
+    with pytest.raises(ValueError, match=r"exclude: expected to leave at least one of the 11 tokens"):
+        sampling_probs(logits, exclude=range(11))
 
 
 def test_sampling_bad_input():

@@ -195,20 +195,27 @@ def _check_sampling(temperature, top_k, top_p, vocab_size: int) -> None:
 
 
 def sampling_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
-                   top_p: float | None = None) -> torch.Tensor:
+                   top_p: float | None = None, exclude: tuple[int, ...] = ()) -> torch.Tensor:
     """The distribution sampling draws from: logits (..., V) -> probabilities (..., V).
 
+    The token ids in `exclude` get probability 0 first (sample_decode excludes <pad> and <bos>); then
     softmax(z / temperature), then top-k keeps the k most probable tokens, then top-p (nucleus sampling,
     Holtzman et al. 2020) keeps the smallest set of most probable tokens whose probability reaches top_p; the
-    kept probabilities are renormalised to sum to 1. Both limits off (None) and temperature 1: the model's own
-    distribution.
+    kept probabilities are renormalised to sum to 1. Nothing excluded, both limits off (None) and temperature 1:
+    the model's own distribution.
     """
     if not isinstance(logits, torch.Tensor) or logits.ndim < 1 or logits.shape[-1] < 1:
         raise ValueError(f"logits: expected a tensor of shape (..., V) with V >= 1, got "
                          f"{getattr(logits, 'shape', type(logits).__name__)}")
     V = logits.shape[-1]
     _check_sampling(temperature, top_k, top_p, V)
-    probs = torch.softmax(logits.float() / temperature, dim=-1)          # (..., V)
+    exclude = sorted({check_id("exclude", token, V) for token in exclude})
+    if len(exclude) == V:
+        raise ValueError(f"exclude: expected to leave at least one of the {V} tokens, got all of them")
+    z = logits.float() / temperature                                     # (..., V)
+    if exclude:
+        z = z.index_fill(-1, torch.tensor(exclude, device=z.device), float("-inf"))   # (..., V): never drawn
+    probs = torch.softmax(z, dim=-1)                                     # (..., V)
     sorted_probs, order = probs.sort(dim=-1, descending=True)            # (..., V): most probable first
     keep = torch.ones_like(sorted_probs, dtype=torch.bool)               # (..., V), in sorted order
     if top_k is not None:
@@ -230,9 +237,13 @@ def sample_decode(model, src: torch.Tensor, temperature: float = 1.0, top_k: int
                   use_cache: bool = True) -> torch.Tensor:
     """Draw every token from `sampling_probs` of the model's logits: src (B, S) -> tokens (B, L).
 
-    Each row of the batch samples on its own; finished rows are padded as in greedy_decode. `generator` (a
-    torch.Generator on src's device) makes the draws reproducible; None uses torch's global generator.
-    temperature -> 0 approaches greedy decoding, and top_k=1 is greedy decoding exactly.
+    <pad> (config.pad_id) and <bos> (bos_id) are never drawn: they are never valid outputs, yet a model trained
+    with label smoothing gives them a little probability at every step. Their probability is set to 0 before the
+    temperature, top-k and top-p apply (fairseq's generator likewise never selects <pad>). <unk> stays samplable:
+    a model may have to write it. Each row of the batch samples on its own; finished rows are padded as in
+    greedy_decode. `generator` (a torch.Generator on src's device) makes the draws reproducible; None uses
+    torch's global generator. temperature -> 0 approaches greedy decoding, and top_k=1 is greedy decoding
+    exactly wherever greedy's arg max is neither <pad> nor <bos>.
     """
     max_len = _check_decoding_inputs(model, src, max_len, bos_id, eos_id)
     _check_sampling(temperature, top_k, top_p, model.config.tgt_vocab_size)
@@ -242,6 +253,7 @@ def sample_decode(model, src: torch.Tensor, temperature: float = 1.0, top_k: int
         src_mask = model.make_src_mask(src)              # (B, 1, S)
     B = src.shape[0]
     pad_id = model.config.pad_id
+    never = tuple({pad_id, bos_id} - {eos_id})           # never valid outputs (EOS stays, should it share an id)
     with eval_mode(model):
         memory = model.encode(src, src_mask)             # (B, S, D)
         ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
@@ -252,7 +264,7 @@ def sample_decode(model, src: torch.Tensor, temperature: float = 1.0, top_k: int
                 logits = model.decode(ys[:, -1:], memory, src_mask, cache=cache)  # (B, 1, V)
             else:
                 logits = model.decode(ys, memory, src_mask)  # (B, t, V)
-            probs = sampling_probs(logits[:, -1], temperature, top_k, top_p)  # (B, V)
+            probs = sampling_probs(logits[:, -1], temperature, top_k, top_p, exclude=never)  # (B, V)
             next_token = torch.multinomial(probs, 1, generator=generator)[:, 0]  # (B,)
             next_token = next_token.masked_fill(finished, pad_id)  # (B,)
             ys = torch.cat([ys, next_token[:, None]], dim=1)  # (B, t + 1)
