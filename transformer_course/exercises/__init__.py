@@ -14,6 +14,7 @@ from .encoder import check_feed_forward, check_layer_norm
 from .general_attention import check_masked_softmax, check_scaled_dot_product_attention
 from .multi_head import check_merge_heads, check_multi_head_attention, check_split_heads
 from .positional import check_shift_matrix, check_sinusoidal_encoding
+from .real_sentences import check_sentence_chrf
 from .self_attention import check_causal_mask, check_self_attention
 from .training import check_label_smoothing_targets, check_noam_lr
 
@@ -23,4 +24,4 @@ __all__ = ["ExerciseError", "check_rnn_encoder", "check_layer_complexity", "chec
            "check_sinusoidal_encoding", "check_shift_matrix", "check_layer_norm", "check_feed_forward",
            "check_greedy_decode", "check_beam_score", "check_top_p_filter",
            "check_softmax_backward", "check_layernorm_backward",
-           "check_noam_lr", "check_label_smoothing_targets"]
+           "check_noam_lr", "check_label_smoothing_targets", "check_sentence_chrf"]
