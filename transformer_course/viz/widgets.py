@@ -430,13 +430,15 @@ def next_word_logits(model, src_vocab, tgt_vocab, sentence: str, step: int):
 
 def _decoding_figure(sentence: str, logits, before, tgt_vocab, temperature: float, top_k: int | None,
                      top_p: float | None, n_shown: int):
+    from ..data.vocab import BOS_ID, PAD_ID
     from ..torch.decoding import sampling_probs
 
     V = logits.shape[-1]
     top_k = None if top_k is None or top_k >= V else top_k         # k_top = V keeps every word: no limit
     top_p = None if top_p is None or top_p >= 1 else top_p         # p_top = 1 keeps every word: no limit
     model_p = sampling_probs(logits).numpy()                       # (V,): tau = 1, no limits
-    shaped = sampling_probs(logits, temperature, top_k, top_p).numpy()  # (V,)
+    # (V,): as sample_decode draws, <pad> and <bos> excluded
+    shaped = sampling_probs(logits, temperature, top_k, top_p, exclude=(PAD_ID, BOS_ID)).numpy()
     order = np.argsort(-model_p, kind="stable")[:n_shown]          # (n_shown,): the model's most probable first
     words = [tgt_vocab.id_to_token(int(i)) for i in order]
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
@@ -458,8 +460,9 @@ def _decoding_figure(sentence: str, logits, before, tgt_vocab, temperature: floa
 def decoding_figure(model, src_vocab, tgt_vocab, sentence: str = "three hundred and ninety-seven", step: int = 0,
                     temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
                     n_shown: int = 10):
-    """The distribution sampling draws word `step` from (chapter 8's sampling_probs), as bars over the n_shown
-    words the model finds most probable, with the model's own probabilities (tau = 1, no limits) as ticks.
+    """The distribution sampling draws word `step` from (chapter 8's sampling_probs, with <pad> and <bos>
+    excluded as sample_decode excludes them), as bars over the n_shown words the model finds most probable,
+    with the model's own probabilities (tau = 1, no limits) as ticks.
 
     top_k None (or the vocabulary size) and top_p None (or 1) mean no limit."""
     logits, before, _ = next_word_logits(model, src_vocab, tgt_vocab, sentence, step)
