@@ -46,6 +46,7 @@ class _Sizes:
     F: str
     N_enc: str
     N_dec: str
+    drop: str = "$P_{\\mathrm{drop}}$"      # the dropout rate on every sublayer's output
 
     @property
     def legend(self) -> str:
@@ -61,7 +62,8 @@ def _sizes(config) -> _Sizes:
         raise TypeError(f"config: expected a ModelConfig (for example get_preset('course')) or None for the "
                         f"letters of the notation, got {type(config).__name__}")
     return _Sizes(str(config.d_model), str(config.n_heads), str(config.d_head), str(config.d_ff),
-                  str(config.n_encoder_layers), str(config.n_decoder_layers))
+                  str(config.n_encoder_layers), str(config.n_decoder_layers),
+                  f"$P_{{\\mathrm{{drop}}}}$ = {config.dropout:g}")
 
 
 def _count(name: str, value, low: int = 1, high: int = MAX_TOKENS) -> int:
@@ -128,6 +130,7 @@ class _Step:
     shape: str = ""
     height: float = 0.34
     name: str = ""
+    width: float | None = None     # a box narrower than the stack's width (None: the stack's width)
 
 
 def _stack(ax, x, y, steps, width, gap=0.34, residual_dx=0.22, first_arrow=True, side=-1):
@@ -151,7 +154,7 @@ def _stack(ax, x, y, steps, width, gap=0.34, residual_dx=0.22, first_arrow=True,
             ax.text(x, bottom + radius, "+", ha="center", va="center", fontsize=12)
             top, entry = bottom + 2 * radius, (x + side * radius, bottom + radius)
         else:
-            box = _box(ax, x, bottom + step.height / 2, width, step.height, step.text, step.fill)
+            box = _box(ax, x, bottom + step.height / 2, step.width or width, step.height, step.text, step.fill)
             top, entry = box[3], (box[2] if side > 0 else box[0], bottom + step.height / 2)
             if step.name:
                 where[step.name] = box
@@ -454,6 +457,8 @@ def _layer_steps(kind: str, z: _Sizes, norm_first: bool, compact: bool) -> list[
         if norm_first:
             steps.append(_Step("box", "LayerNorm", FILL["norm"], stream, 0.28))
         steps.append(_Step("box", text, fill, stream, height, name=name))
+        if not compact:                # the wrapper's dropout, on the sublayer's output before the addition
+            steps.append(_Step("box", f"Dropout, {z.drop}", FILL["io"], stream, 0.26, width=1.9))
         if norm_first or not compact:
             steps.append(_Step("add", shape=stream))
         if not norm_first:
