@@ -64,7 +64,7 @@ def plot_head_split(T: int = 3, D: int = 8, n_heads: int = 2):
         ax.text(x_c + Dh + 0.3, h * (T + gap) + T / 2, f"head {h + 1}", va="center", fontsize=8)
     ax.text(x_c + Dh / 2, -0.5, f"(B, H, T, Dh) = (1, {H}, {T}, {Dh})", ha="center", va="bottom", fontsize=9)
     _arrow(ax, (x_a + D + 0.4, top + T / 2), (x_b - 0.4, top + T / 2), "reshape")
-    _arrow(ax, (x_b + D + (H - 1) * gap + 0.4, top + T / 2), (x_c - 0.4, top + T / 2), "transpose(0, 2, 1, 3)")
+    _arrow(ax, (x_b + D + (H - 1) * gap + 0.4, top + T / 2), (x_c - 0.4, top + T / 2), "transpose\n(0, 2, 1, 3)")
 
     _grid(ax, q, head_of, x_a, y_w + top)
     for h in range(H):
