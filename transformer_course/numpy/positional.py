@@ -5,9 +5,9 @@ biases.
 Attention is blind to order (permuting the tokens permutes its outputs). The paper adds a vector that depends
 on the position to every token embedding. RoPE (Su et al. 2021) instead rotates each query and key by an angle
 proportional to its position, so that their dot product depends on the offset between the two positions only;
-ALiBi (Press et al. 2022) adds -rho_h |i - j| to head h's score of query i for key j, a penalty that grows with
-the distance. Both act in self-attention only: a query of the decoder and a key of the encoder's memory have
-no common position axis, so cross-attention gets no position term.
+ALiBi (Press et al. 2022) adds -rho_m |pos_q - pos_k| to head m's score of a query at pos_q for a key at pos_k, a
+penalty that grows with the distance. Both act in self-attention only: a query of the decoder and a key of the
+encoder's memory have no common position axis, so cross-attention gets no position term.
 """
 from __future__ import annotations
 
@@ -131,9 +131,10 @@ def rotary_positions_backward(dout: np.ndarray, cache: tuple) -> np.ndarray:
 # ---------------------------------------------------------------- ALiBi (Press et al. 2022)
 
 def alibi_slopes(n_heads: int) -> np.ndarray:
-    """rho_h = 2^(-8h / H), h = 1 .. H: Press et al.'s geometric slopes (1/2, 1/4, ..., 1/256 for H = 8). For H
-    not a power of two they take the slopes of the power of two below H, then every other slope of twice that
-    power for the remaining heads; so does this function."""
+    """The slope rho_m of head m = 1 .. H (entry m - 1): for H a power of two rho_m = 2^(-8m / H), Press et al.'s
+    geometric slopes (1/2, 1/4, ..., 1/256 for H = 8). For other H their released code takes the slopes for the
+    power of two below H, then every other slope for twice that power (m = 1, 3, 5, ...) for the remaining
+    heads; so does this function."""
     if not isinstance(n_heads, (int, np.integer)) or n_heads <= 0:
         raise ValueError(f"n_heads: expected a positive int, got {n_heads!r}")
     power = 2 ** int(np.floor(np.log2(n_heads)))        # the largest power of two <= H
@@ -144,10 +145,10 @@ def alibi_slopes(n_heads: int) -> np.ndarray:
 
 
 def alibi_bias(n_heads: int, n_queries: int, n_keys: int, offset: int = 0, dtype: DTypeLike = np.float32) -> np.ndarray:
-    """bias[h, i, j] = -rho_h |(offset + i) - j|: added to head h's scores, it lowers a key's score linearly with
-    its distance from the query (queries sit at positions offset .. offset + n_queries - 1, keys at
-    0 .. n_keys - 1). In the decoder the causal mask hides j > i, so this is Press et al.'s -rho_h (i - j); in the
-    encoder, which they did not use, both directions are penalised alike (the course's choice). No parameters."""
+    """bias[m - 1, q, k] = -rho_m |pos_q - pos_k| for head m, query q at pos_q = offset + q and key k at pos_k = k:
+    added to head m's scores, it lowers a key's score linearly with its distance from the query. In the decoder
+    the causal mask hides pos_k > pos_q, so this is Press et al.'s -rho_m (pos_q - pos_k); in the encoder, which
+    they did not use, both directions are penalised alike (the course's choice). No parameters."""
     slopes = alibi_slopes(n_heads)                       # (H,)
     distance = np.abs(np.arange(offset, offset + n_queries)[:, None] - np.arange(n_keys)[None, :])  # (Tq, Tk)
     return (-slopes[:, None, None] * distance).astype(dtype)  # (H, Tq, Tk)

@@ -118,8 +118,9 @@ class RotaryPositions(nn.Module):
 # ---------------------------------------------------------------- ALiBi (Press et al. 2022)
 
 def alibi_slopes(n_heads: int) -> torch.Tensor:
-    """rho_h = 2^(-8h / H), h = 1 .. H (Press et al.); for H not a power of two, the slopes of the power of two
-    below H, then every other slope of twice that power (their recipe, as the NumPy twin)."""
+    """The slope rho_m of head m = 1 .. H (entry m - 1): rho_m = 2^(-8m / H) for H a power of two (Press et al.);
+    for other H, the slopes for the power of two below H, then every other slope for twice that power
+    (m = 1, 3, 5, ...): their released code's rule, as in the NumPy twin."""
     if not isinstance(n_heads, int) or n_heads <= 0:
         raise ValueError(f"n_heads: expected a positive int, got {n_heads!r}")
     power = 2 ** math.floor(math.log2(n_heads))            # the largest power of two <= H
@@ -131,10 +132,11 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
 
 def alibi_bias(n_heads: int, n_queries: int, n_keys: int, offset: int = 0, device: torch.device | None = None,
                dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """bias[h, i, j] = -rho_h |(offset + i) - j| (H, Tq, Tk), added to head h's scores: a key's score falls
-    linearly with its distance from the query. The decoder's causal mask hides j > i (Press et al.'s
-    -rho_h (i - j)); the encoder penalises both directions alike (the course's choice). No parameters."""
-    # slopes 2^(-8h/H) times whole distances: exact in float32 when H is a power of two up to 8 (the slopes are then
+    """bias[m - 1, q, k] = -rho_m |pos_q - pos_k| (H, Tq, Tk) for head m, query q at pos_q = offset + q and key k
+    at pos_k = k, added to head m's scores: a key's score falls linearly with its distance from the query. The
+    decoder's causal mask hides pos_k > pos_q (Press et al.'s -rho_m (pos_q - pos_k)); the encoder penalises
+    both directions alike (the course's choice). No parameters."""
+    # slopes 2^(-8m/H) times whole distances: exact in float32 when H is a power of two up to 8 (the slopes are then
     # powers of two); float32 either way, since MPS has no float64; float64 kept for checks
     work = torch.float64 if dtype == torch.float64 else torch.float32
     slopes = alibi_slopes(n_heads).to(work).to(device)  # (H,)
