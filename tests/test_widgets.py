@@ -174,8 +174,8 @@ def test_attention_explorer_follows_the_books_labelling_conventions():
 # --- the decoding widget ------------------------------------------------------------------------------------
 
 def _possible(fig) -> tuple[int, int]:
-    """(words possible, vocabulary size) as the decoding figure's title states them."""
-    found = re.search(r"(\d+) of (\d+) words possible", fig.axes[0].get_title())
+    """(tokens possible, vocabulary size) as the decoding figure's title states them."""
+    found = re.search(r"(\d+) of (\d+) tokens possible", fig.axes[0].get_title())
     return int(found.group(1)), int(found.group(2))
 
 

@@ -451,7 +451,7 @@ def _decoding_figure(sentence: str, logits, before, tgt_vocab, temperature: floa
     k_text = "off" if top_k is None else top_k
     p_text = "off" if top_p is None else f"{top_p:g}"
     ax.set_title(f"τ = {temperature:g}, k_top = {k_text}, p_top = {p_text}: "
-                 f"{int((shaped > 0).sum())} of {V} words possible", fontsize=10)
+                 f"{int((shaped > 0).sum())} of {V} tokens possible", fontsize=10)
     fig.suptitle(f"“{sentence}”: the word after “{before or '<bos>'}”", fontsize=10)
     fig.tight_layout()
     return fig
