@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import statistics
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -85,9 +87,27 @@ def model_flops(c: ModelConfig, B: int, S: int, T: int) -> float:
     return 3.0 * B * (enc + dec + out)
 
 
+# the instruction flags a reading of the CPU tables depends on: vector width, FMA, bfloat16 instructions
+SPEED_FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16")
+
+
+def cpu_features() -> dict | None:
+    """The processor's vendor, family, model and SPEED_FLAGS from /proc/cpuinfo (None elsewhere), recorded with the
+    results: a peak or a bfloat16 speed-up is read against them (two machines may both be called "AMD EPYC")."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    field = lambda name: re.search(rf"^{name}\s*:\s*(.*)$", info, re.MULTILINE).group(1).strip()  # noqa: E731
+    flags = set(field("flags").split())
+    return {"vendor": field("vendor_id"), "family": int(field("cpu family")), "model": int(field("model")),
+            "flags": [flag for flag in SPEED_FLAGS if flag in flags]}
+
+
 def matmul_peak(device: torch.device, n: int, clock=time.perf_counter, dtype=torch.float32) -> float:
     """Best-of-10 FLOP/s of an n x n matmul: the machine's practical float32 peak (measured before and after
-    the runs; the larger is used, so a busy moment does not inflate the utilisation)."""
+    the runs; the larger is used, so a busy moment does not inflate the utilisation). On a GPU one product of
+    n = 1024, timed alone, leaves much of the card idle: MFU against it overstates the use of the hardware."""
     a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
     best = float("inf")
     for _ in range(10):
@@ -422,6 +442,7 @@ def main(argv=None) -> None:
                                                         "compile", "clock", "tricks")}
         path = write_results(args.json, "bench_model.py", argv,
                              {"setting": {**setting, "threads": torch.get_num_threads()},
+                              "cpu_features": cpu_features(),
                               "matmul_peak_flops": matmul, "hardware_peak": hardware, "peak_flops_for_mfu": peak,
                               "training": results, "decoding": decoding,
                               **({"attention": attention} if args.tricks else {})})

@@ -3,11 +3,13 @@
 
     python benchmarks/bench_numpy.py                 # both parts
     python benchmarks/bench_numpy.py --skip-train    # only the speed comparison
-    python benchmarks/bench_numpy.py --skip-train --threads 1 --json bench_numpy   # the run appendix B prints
+    python benchmarks/bench_numpy.py --skip-train --threads 1 --clock cpu --json bench_numpy   # appendix B's run
 
 Timings depend on the machine and its load: they are printed as measured, with the thread counts used.
 `--threads N` fixes the BLAS threads of NumPy and the intra-op threads of torch (0: each library's default).
-On a loaded machine one thread is often faster: the matrices are small and waiting threads spin.
+On a loaded machine one thread is often faster: the matrices are small and waiting threads spin. The two
+models alternate round by round (a busy moment slows both alike), and `--clock cpu` (with `--threads 1`)
+times this process's CPU time, which other jobs on a shared machine do not inflate; medians are reported.
 """
 from __future__ import annotations
 
@@ -122,14 +124,18 @@ def run_training(args) -> list[tuple[str, str]]:
 
 # ---------------------------------------------------------------- forward + backward, NumPy vs PyTorch
 
-def _median_time(fn, repeats: int) -> float:
-    fn()                                                 # warm-up (allocations, caches, lazy init)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
+def _median_times(fns: dict, repeats: int, clock=time.perf_counter) -> dict:
+    """Median seconds per call of each function, after a warm-up call of each (allocations, caches, lazy init);
+    the functions alternate round by round, so a busy moment slows them alike."""
+    for fn in fns.values():
         fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    times = {name: [] for name in fns}
+    for r in range(repeats):
+        for name in (list(fns) if r % 2 == 0 else list(reversed(fns))):
+            start = clock()
+            fns[name]()
+            times[name].append(clock() - start)
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def run_speed(args, measured: dict) -> list[tuple[str, str]]:
@@ -148,17 +154,20 @@ def run_speed(args, measured: dict) -> list[tuple[str, str]]:
         _, loss_cache = cross_entropy_forward(logits, tgt_out, config.pad_id, 0.1)
         transformer_backward(cross_entropy_backward(1.0, loss_cache), cache)
 
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     rows = [("speed config", f"course preset (D=128 H=4 F=512 2+2 layers), V={args.vocab}, B={B}, S=T={S}, "
-                             f"float32, forward + loss + backward, median of {args.repeats}")]
-    t_numpy = _median_time(numpy_step, args.repeats)
-    measured["numpy_seconds"] = t_numpy
-    rows.append(("NumPy forward+backward", f"{1000 * t_numpy:.1f} ms"))
+                             f"float32, forward + loss + backward, median of {args.repeats} alternating rounds, "
+                             f"{args.clock} clock")]
+    measured["clock"] = args.clock
     try:
         import torch
 
         from transformer_course.torch.convert import numpy_to_torch
         from transformer_course.torch.transformer import Transformer
     except ImportError as error:                         # the PyTorch twin may not exist yet
+        t_numpy = _median_times({"numpy": numpy_step}, args.repeats, clock)["numpy"]
+        measured["numpy_seconds"] = t_numpy
+        rows.append(("NumPy forward+backward", f"{1000 * t_numpy:.1f} ms"))
         rows.append(("PyTorch forward+backward", f"skipped (cannot import the PyTorch twin: {error})"))
         return rows
     if args.threads:
@@ -173,8 +182,11 @@ def run_speed(args, measured: dict) -> list[tuple[str, str]]:
                                                  ignore_index=config.pad_id, label_smoothing=0.1)
         loss.backward()
 
-    t_torch = _median_time(torch_step, args.repeats)
-    measured.update(torch_seconds=t_torch, torch_threads=torch.get_num_threads(), numpy_over_torch=t_numpy / t_torch)
+    medians = _median_times({"numpy": numpy_step, "torch": torch_step}, args.repeats, clock)
+    t_numpy, t_torch = medians["numpy"], medians["torch"]
+    measured.update(numpy_seconds=t_numpy, torch_seconds=t_torch, torch_threads=torch.get_num_threads(),
+                    numpy_over_torch=t_numpy / t_torch)
+    rows.append(("NumPy forward+backward", f"{1000 * t_numpy:.1f} ms"))
     rows.append(("PyTorch forward+backward (CPU)", f"{1000 * t_torch:.1f} ms ({torch.get_num_threads()} threads)"))
     rows.append(("NumPy / PyTorch", f"{t_numpy / t_torch:.2f}x (goal <= 2x)"))
     return rows
@@ -213,8 +225,12 @@ def main(argv=None) -> int:
     parser.add_argument("--speed-len", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--clock", default="wall", choices=["wall", "cpu"],
+                        help="wall: elapsed time; cpu: this process's CPU time (needs --threads 1)")
     parser.add_argument("--json", metavar="NAME", help="also write transformer_course/results/NAME.json")
     args = parser.parse_args(argv)
+    if args.clock == "cpu" and args.threads != 1:
+        parser.error("--clock cpu: needs --threads 1 (CPU time adds up every thread's time)")
 
     blas_threads = os.environ.get("OPENBLAS_NUM_THREADS", "default")
     rows = [("machine", f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores visible, "
@@ -227,7 +243,9 @@ def main(argv=None) -> int:
     print_table(rows)
     if args.json:
         from _results import write_results
-        print("wrote", write_results(args.json, "bench_numpy.py", argv, {"rows": dict(rows), "speed": measured}))
+        from bench_model import cpu_features
+        print("wrote", write_results(args.json, "bench_numpy.py", argv, {"rows": dict(rows), "speed": measured,
+                                                                          "cpu_features": cpu_features()}))
     return 0
 
 
