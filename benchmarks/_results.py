@@ -31,16 +31,38 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def _cpuinfo_field():
+    """A reader of the first value of a field of /proc/cpuinfo, or None where the file is missing (macOS, Windows)."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    return lambda name: re.search(rf"^{name}\s*:\s*(.*)$", info, re.MULTILINE).group(1).strip()
+
+
+# the instruction flags a reading of the CPU tables depends on: vector width, FMA, bfloat16 instructions
+SPEED_FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16")
+
+
+def cpu_features() -> dict | None:
+    """The processor's vendor, family, model and SPEED_FLAGS from /proc/cpuinfo (None elsewhere), recorded with the
+    results: a peak or a bfloat16 speed-up is read against them (two machines may both be called "AMD EPYC")."""
+    field = _cpuinfo_field()
+    if field is None:
+        return None
+    flags = set(field("flags").split())
+    return {"vendor": field("vendor_id"), "family": int(field("cpu family")), "model": int(field("model")),
+            "flags": [flag for flag in SPEED_FLAGS if flag in flags]}
+
+
 def cpu_peak_flops(threads: int) -> dict | None:
     """Peak float32 FLOP/s of `threads` cores, as MFU needs it (Chowdhery et al. 2022): cores x clock x FLOPs
     per cycle, read from /proc/cpuinfo. FLOPs per cycle = float32 lanes of the widest vector unit x 2 (a fused
     multiply-add) x 2 FMA units per core; AMD cores before Zen 5 run 512-bit instructions on 256-bit units.
     None where /proc/cpuinfo is missing (macOS, Windows)."""
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
+    field = _cpuinfo_field()
+    if field is None:
         return None
-    field = lambda name: re.search(rf"^{name}\s*:\s*(.*)$", info, re.MULTILINE).group(1).strip()  # noqa: E731
     flags = set(field("flags").split())
     bits = 512 if "avx512f" in flags else 256 if "avx" in flags else 128
     if field("vendor_id") == "AuthenticAMD" and int(field("cpu family")) < 26:

@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import statistics
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from _results import cpu_peak_flops, write_results
+from _results import cpu_features, cpu_peak_flops, write_results
 from torch import nn
 
 from transformer_course.config import ModelConfig
@@ -85,23 +83,6 @@ def model_flops(c: ModelConfig, B: int, S: int, T: int) -> float:
                                 + 4 * T * D * F_)
     out = 2 * T * D * V
     return 3.0 * B * (enc + dec + out)
-
-
-# the instruction flags a reading of the CPU tables depends on: vector width, FMA, bfloat16 instructions
-SPEED_FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16")
-
-
-def cpu_features() -> dict | None:
-    """The processor's vendor, family, model and SPEED_FLAGS from /proc/cpuinfo (None elsewhere), recorded with the
-    results: a peak or a bfloat16 speed-up is read against them (two machines may both be called "AMD EPYC")."""
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return None
-    field = lambda name: re.search(rf"^{name}\s*:\s*(.*)$", info, re.MULTILINE).group(1).strip()  # noqa: E731
-    flags = set(field("flags").split())
-    return {"vendor": field("vendor_id"), "family": int(field("cpu family")), "model": int(field("model")),
-            "flags": [flag for flag in SPEED_FLAGS if flag in flags]}
 
 
 def matmul_peak(device: torch.device, n: int, clock=time.perf_counter, dtype=torch.float32) -> float:

@@ -242,8 +242,7 @@ def main(argv=None) -> int:
         rows += run_speed(args, measured)
     print_table(rows)
     if args.json:
-        from _results import write_results
-        from bench_model import cpu_features
+        from _results import cpu_features, write_results
         print("wrote", write_results(args.json, "bench_numpy.py", argv, {"rows": dict(rows), "speed": measured,
                                                                           "cpu_features": cpu_features()}))
     return 0
