@@ -7,7 +7,8 @@ mean, standard deviation, minimum and maximum. The chapter prints that file next
 
     python benchmarks/experiments.py attention  --seeds 0 1 2 3 4   # chapter 2: with and without attention
     python benchmarks/experiments.py positions  --seeds 0 1 2 3 4   # chapter 6: sinusoidal, learned, RoPE, ALiBi
-    python benchmarks/experiments.py stability  --seeds 0 1 2 3 4   # chapter 7: post-LN / pre-LN x warm-up
+    python benchmarks/experiments.py stability  --seeds 0 1 2 3 4   # chapter 7: post-LN / pre-LN x warm-up,
+                                                                   # RAdam, peak rates 1e-3 / 3e-3 / 1e-2
     python benchmarks/experiments.py heads      --seeds 0 1 2 3 4   # chapter 5: one head vs several, same width
     python benchmarks/experiments.py all        --seeds 0 1 2 3 4
 
@@ -168,29 +169,45 @@ class Tagger(nn.Module):
         return self.out(h)                                           # (B, S, V)
 
 
+STABILITY_VARIANTS = (("post-LN", False), ("pre-LN", True))
+STABILITY_SWEEP = {"1e-3": 1e-3, "3e-3": 3e-3}           # peak rates besides the chapter's 1e-2
+
+
+def _train_tagger(seed: int, norm_first: bool, warmup: int, steps: int, peak_lr: float,
+                  optimizer=torch.optim.Adam) -> dict:
+    """One run of chapter 7's tagger: the loss of every step and the mean of the last 10."""
+    set_seed(seed)
+    model = Tagger(6, 32, norm_first)
+    opt = optimizer(model.parameters(), lr=peak_lr, betas=(0.9, 0.98), eps=1e-9)
+    ramp = (lambda s, w=warmup: min(1.0, (s + 1) / w)) if warmup else (lambda s: 1.0)
+    schedule = torch.optim.lr_scheduler.LambdaLR(opt, ramp)
+    data = torch.Generator().manual_seed(seed + 1)
+    losses = []
+    for _ in range(steps):
+        x = torch.randint(4, V_SORT, (64, S_SORT), generator=data)          # (B, S)
+        y = x.sort(dim=1).values                                             # (B, S)
+        loss = F.cross_entropy(model(x).reshape(-1, V_SORT), y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        schedule.step()
+        losses.append(loss.item())
+    return {"last10": float(np.mean(losses[-10:])), "curve": losses}
+
+
 def stability_run(seed: int, steps: int = 100, peak_lr: float = 1e-2) -> dict:
-    """Loss curve and mean loss of the last 10 of 100 steps for each variant (the same batches for all four)."""
+    """Loss curve and mean loss of the last 10 of 100 steps for each variant (the same batches for all runs):
+    the four variants at peak_lr ("post-LN, no warm-up", ...); post-LN without warm-up under RAdam
+    ("post-LN, no warm-up, RAdam"); and the four variants at the peak rates of STABILITY_SWEEP
+    ("post-LN, no warm-up, peak 1e-3", ...)."""
     out = {}
-    for name, norm_first in (("post-LN", False), ("pre-LN", True)):
-        for warmup in (0, 50):
-            set_seed(seed)
-            model = Tagger(6, 32, norm_first)
-            opt = torch.optim.Adam(model.parameters(), lr=peak_lr, betas=(0.9, 0.98), eps=1e-9)
-            ramp = (lambda s, w=warmup: min(1.0, (s + 1) / w)) if warmup else (lambda s: 1.0)
-            schedule = torch.optim.lr_scheduler.LambdaLR(opt, ramp)
-            data = torch.Generator().manual_seed(seed + 1)
-            losses = []
-            for _ in range(steps):
-                x = torch.randint(4, V_SORT, (64, S_SORT), generator=data)          # (B, S)
-                y = x.sort(dim=1).values                                             # (B, S)
-                loss = F.cross_entropy(model(x).reshape(-1, V_SORT), y.reshape(-1))
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                schedule.step()
-                losses.append(loss.item())
-            out[f"{name}, {'warm-up 50' if warmup else 'no warm-up'}"] = {"last10": float(np.mean(losses[-10:])),
-                                                                           "curve": losses}
+    for rate_name, rate in (("", peak_lr), *((f", peak {k}", v) for k, v in STABILITY_SWEEP.items())):
+        for name, norm_first in STABILITY_VARIANTS:
+            for warmup in (0, 50):
+                label = f"{name}, {'warm-up 50' if warmup else 'no warm-up'}{rate_name}"
+                out[label] = _train_tagger(seed, norm_first, warmup, steps, rate)
+        if not rate_name:
+            out["post-LN, no warm-up, RAdam"] = _train_tagger(seed, False, 0, steps, peak_lr, torch.optim.RAdam)
     return out
 
 
