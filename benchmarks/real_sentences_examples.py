@@ -3,6 +3,8 @@
     python benchmarks/real_sentences_examples.py --checkpoint RUN_DIR --save
     python benchmarks/real_sentences_examples.py --task multi30k --corpus multi30k --checkpoint RUN_DIR \
         --save --results multi30k_examples
+    python benchmarks/real_sentences_examples.py --task multi30k --corpus multi30k --pretrained multi30k-de-en \
+        --beam-size 4 --save --results multi30k_examples
 
 RUN_DIR is a folder written by `transformer-course train --task trans-de-en` (German -> English), for example
 the seed-0 run of `bench_real_sentences.py --keep DIR`, or by `train --task multi30k --src-lang de --tgt-lang en`
@@ -16,7 +18,12 @@ transformer_course/results/real_sentences_examples.json):
 - a few translations by rule, not by hand: the three of 4 to 8 source words with the highest chrF, the three
   nearest the median chrF and the three with the lowest chrF (ties broken by the SHA-256 split key);
 - for the best of those, the decoder's cross-attention (last layer, mean over heads) while it reads its own
-  translation back, rounded to 2 decimals: what the chapter draws.
+  translation back, rounded to 2 decimals: what the chapter draws;
+- with --beam-size N, the same test sentences translated by beam search, scored the same way, and sacreBLEU's
+  paired bootstrap test (1,000 resamples of the test sentences, sacreBLEU's fixed seed) of beam search against
+  greedy search: each one's BLEU and chrF, their means and 95% intervals over the resamples, the p-value of the
+  difference, and how many translations the beam changed.
+--pretrained NAME reads a shipped model (transformer_course/checkpoints) instead of a run folder.
 The sentences are the Ding dictionary's (GPL-2+) or Multi30k's: the file quotes only the few it shows.
 """
 from __future__ import annotations
@@ -32,7 +39,7 @@ from _results import write_results
 
 from transformer_course.data.corpora import load_multi30k
 from transformer_course.data.ding import ding_split_key, load_ding
-from transformer_course.training.checkpoint import model_from_checkpoint
+from transformer_course.training.checkpoint import load_pretrained, model_from_checkpoint, pretrained_info
 from transformer_course.training.evaluate import translate
 from transformer_course.viz.widgets import translate_with_weights
 
@@ -49,9 +56,39 @@ def cross_attention(model, src_vocab, tgt_vocab, source: str, output: str) -> di
             "weights": [[round(w, 2) for w in row] for row in cross.tolist()]}
 
 
+def beam_against_greedy(model, src_vocab, tgt_vocab, sources, references, greedy, beam_size: int) -> dict:
+    """Beam search's translations of the test sentences, scored, and sacreBLEU's paired bootstrap test of beam
+    against greedy: each of the 1,000 resamples draws the same sentences for both systems."""
+    from sacrebleu.metrics import BLEU, CHRF
+    from sacrebleu.significance import PairedTest
+
+    beam = translate(model, sources, src_vocab, tgt_vocab, beam_size=beam_size)
+    test = PairedTest([("greedy", greedy), (f"beam {beam_size}", beam)], {"BLEU": BLEU(), "chrF": CHRF()},
+                      references=[references], test_type="bs", n_samples=1000)
+    _, results = test()
+    out = {"beam_size": beam_size, "changed": sum(g != b for g, b in zip(greedy, beam)), "n": len(sources),
+           "n_resamples": 1000}
+    for metric, key in (("BLEU", "bleu"), ("chrF2", "chrf")):
+        base, system = results[metric]
+        # sacreBLEU's paired bootstrap: each system's mean and 95% interval over the same resamples of the test
+        # sentences, and the p-value that the difference is chance
+        out[key] = {"greedy": round(base.score, 2), "beam": round(system.score, 2),
+                    "greedy_mean": round(float(base.mean), 2), "greedy_ci": round(float(base.ci), 2),
+                    "beam_mean": round(float(system.mean), 2), "beam_ci": round(float(system.ci), 2),
+                    "p_value": round(float(system.p_value), 4)}
+    print(f"beam {beam_size}: {out['changed']} of {out['n']} translations changed; BLEU {out['bleu']}; "
+          f"chrF {out['chrf']}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", required=True, help="a de->en run folder or its model.pt")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--checkpoint", help="a de->en run folder or its model.pt")
+    source.add_argument("--pretrained", help="a shipped de->en model, e.g. multi30k-de-en")
+    parser.add_argument("--beam-size", type=int, default=1,
+                        help="also translate with beam search of this width and test it against greedy (default: "
+                             "%(default)s, greedy only)")
     parser.add_argument("--task", choices=("trans-de-en", "multi30k"), default="trans-de-en",
                         help="the corpus the model was trained on (default: %(default)s)")
     parser.add_argument("--corpus", default=None,
@@ -64,9 +101,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.task == "multi30k" and not args.corpus:
         parser.error("--corpus: expected the folder of Multi30k's files with --task multi30k")
     torch.set_num_threads(1)                     # one thread: the same sums in the same order on every machine
-    path = args.checkpoint.rstrip("/")
-    model, src_vocab, tgt_vocab, checkpoint = model_from_checkpoint(path if path.endswith(".pt")
-                                                                    else f"{path}/model.pt")
+    if args.beam_size < 1:
+        parser.error(f"--beam-size: expected an integer >= 1, got {args.beam_size}")
+    if args.pretrained:
+        model, src_vocab, tgt_vocab = load_pretrained(args.pretrained)
+        command = pretrained_info(args.pretrained)["metadata"]["command"]
+    else:
+        path = args.checkpoint.rstrip("/")
+        model, src_vocab, tgt_vocab, checkpoint = model_from_checkpoint(path if path.endswith(".pt")
+                                                                        else f"{path}/model.pt")
+        command = checkpoint.get("extra", {}).get("command")
     # Only the raw test pairs are read: the model's own vocabularies come with the checkpoint.
     data = load_multi30k(args.corpus, "de", "en") if args.task == "multi30k" else load_ding(args.corpus)
     sources, references = [s for s, _ in data.test], [t for _, t in data.test]
@@ -85,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     train_words = {w for german, _ in data.train for w in re.findall(r"\w+", german.lower())}
     val_words = [w for german, _ in data.val for w in re.findall(r"\w+", german.lower())]
     results = {
-        "checkpoint_command": checkpoint.get("extra", {}).get("command"),
+        "checkpoint_command": command, "pretrained": args.pretrained,
         "bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2),
         "exact": sum(o == r for o, r in zip(outputs, references)), "n": len(rows),
         "median_sentence_chrf": median,
@@ -94,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         "examples": {"best": best, "median": middle, "worst": worst},
         "attention": cross_attention(model, src_vocab, tgt_vocab, best[0]["source"], best[0]["output"]),
     }
+    if args.beam_size > 1:
+        results["beam"] = beam_against_greedy(model, src_vocab, tgt_vocab, sources, references, outputs,
+                                              args.beam_size)
     for group, chosen in results["examples"].items():
         for row in chosen:
             row.pop("key", None)                 # a row can be in two groups when scores tie

@@ -576,6 +576,22 @@ def cmd_translate(args) -> int:
 
 # -- evaluate -----------------------------------------------------------------------------------------------
 
+def _same_data(spec: dict, recorded: dict) -> bool:
+    """The same data as the model's, wherever its corpus lies: every setting equal but the corpus's path."""
+    return {k: v for k, v in spec.items() if k != "corpus"} == {k: v for k, v in recorded.items() if k != "corpus"}
+
+
+def _data_flags_of(spec: dict) -> str:
+    """The data flags that give `spec` again, but for --corpus: the task, its languages and every setting that
+    differs from the task's default."""
+    from .data.spec import task_spec
+    default = task_spec(spec["task"], spec["src_lang"], spec["tgt_lang"])
+    flags = [f"--task {spec['task']}", f"--src-lang {spec['src_lang']}", f"--tgt-lang {spec['tgt_lang']}"]
+    flags += [f"--{key.replace('_', '-')} {value}" for key, value in spec.items()
+              if key not in ("task", "src_lang", "tgt_lang", "corpus", "split") and value != default.get(key)]
+    return " ".join(flags)
+
+
 def cmd_evaluate(args) -> int:
     from .training.checkpoint import check_vocabs
     from .training.evaluate import evaluate_task
@@ -588,7 +604,14 @@ def cmd_evaluate(args) -> int:
                          "used when no data flag is given)")
     if spec is None:
         raise UsageError("--task: this checkpoint does not record its data; give --task (and its options)")
-    data = _make_data(spec)
+    try:
+        data = _make_data(spec)
+    except UsageError as err:
+        if args.task is None and spec.get("corpus"):     # the model's own corpus, not where it was on its machine
+            raise UsageError(f"{err}; the model read its corpus from {spec['corpus']}: to read the same corpus from "
+                             f"another folder or file, give the data flags: {_data_flags_of(spec)} --corpus PATH") \
+                from None
+        raise
     train_src, train_tgt = data.build_vocabs()
     with user_errors():
         check_vocabs({"src_vocab": src_vocab.to_dict(), "tgt_vocab": tgt_vocab.to_dict()}, train_src, train_tgt,
@@ -596,7 +619,7 @@ def cmd_evaluate(args) -> int:
     pairs = data.split(args.split)
     if not pairs:
         raise UsageError(f"--split: the {args.split} split of {data.name} is empty")
-    if recorded is not None and spec != recorded and args.split != "train":
+    if recorded is not None and not _same_data(spec, recorded) and args.split != "train":
         seen = {src for src, _ in _make_data(recorded).train}
         overlap = sum(src in seen for src, _ in pairs)
         if overlap:

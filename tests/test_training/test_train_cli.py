@@ -144,6 +144,16 @@ def test_train_multi30k_from_a_folder_then_evaluate(tmp_path, capsys):
     assert main(["evaluate", "--checkpoint", str(out), "--device", "cpu", "--split", "test"]) == 0
     report = capsys.readouterr().out
     assert "multi30k-en-de test: 2 pairs" in report and "chrF" in report
+    # the corpus moved (a shipped model meets its corpus in another folder): the error says which flags read it
+    # from there, and with them the model is scored on its own test split again, not refused as seen data
+    moved = corpus.rename(tmp_path / "elsewhere")
+    assert main(["evaluate", "--checkpoint", str(out), "--device", "cpu", "--split", "test"]) == 2
+    flags = "--task multi30k --src-lang en --tgt-lang de --vocab-size 60"
+    assert f"give the data flags: {flags} --corpus PATH" in capsys.readouterr().err
+    assert main(["evaluate", "--checkpoint", str(out), "--device", "cpu", "--split", "test", *flags.split(),
+                 "--corpus", str(moved)]) == 0
+    assert capsys.readouterr().out == report
+    corpus = moved
     assert main(["train", "--task", "multi30k", "--corpus", str(tmp_path / "empty"), "--preset", "tiny",
                  "--out", str(tmp_path / "run2")]) == 2
     err = capsys.readouterr().err

@@ -1,7 +1,9 @@
-"""The shipped checkpoints: load without training or network, match their recorded hash and model card,
-translate every everyday number, and score on the held-out numbers of the split they were trained with."""
+"""The shipped checkpoints: load without training or network, match their recorded hash and model card; the
+number models translate every everyday number and score on the held-out numbers of the split they were trained
+with; the caption model translates captions written for this test (the corpus is not shipped)."""
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -10,14 +12,15 @@ from transformer_course.data.tasks import EVERYDAY_NUMBERS, number_to_words, num
 from transformer_course.training.checkpoint import load_pretrained, pretrained_dir, pretrained_names
 from transformer_course.training.evaluate import evaluate_pairs, translate
 
-SHIPPED = ("numbers-en-fr", "numbers-en-de")
+NUMBER_MODELS = ("numbers-en-fr", "numbers-en-de")
+SHIPPED = (*NUMBER_MODELS, "multi30k-de-en")
 
 
 def _info(name):
     return json.loads((pretrained_dir() / f"{name}.json").read_text(encoding="utf-8"))
 
 
-@pytest.fixture(scope="module", params=SHIPPED)
+@pytest.fixture(scope="module", params=NUMBER_MODELS)
 def shipped(request):
     return request.param, *load_pretrained(request.param)
 
@@ -43,7 +46,24 @@ def test_files_recorded_hash_and_model_card(name):
     assert digest == info["weights_sha256"]
     card = (folder / "README.md").read_text(encoding="utf-8")
     assert f"## {name}" in card and digest in card and info["metadata"]["command"] in card
-    assert weights.stat().st_size < 8_000_000
+    # small enough to ship inside the package: a number model's vocabularies are tens of tokens, the caption
+    # model's joint BPE has thousands, each with its embedding row
+    assert weights.stat().st_size < (8_000_000 if name in NUMBER_MODELS else 12_000_000)
+
+
+def test_the_caption_model_translates_captions_it_never_saw():
+    """German captions written for this test, in no corpus, with the English words a right translation holds
+    (alternatives as a regular expression): the model trained on Multi30k's image captions gets them all."""
+    model, src_vocab, tgt_vocab = load_pretrained("multi30k-de-en")
+    assert not model.training
+    captions = {"Ein Hund rennt über eine grüne Wiese.": ("dog", "green", "grass|field|meadow|lawn"),
+                "Zwei Kinder spielen im Sand am Strand.": ("two", "children|kids", "sand", "beach"),
+                "Eine Frau mit einem roten Hut liest ein Buch.": ("woman|lady", "red", "hat", "book"),
+                "Ein Mann fährt mit dem Fahrrad durch die Stadt.": ("man", "bike|bicycle", "city|town")}
+    outputs = translate(model, list(captions), src_vocab, tgt_vocab)
+    for (german, words), english in zip(captions.items(), outputs):
+        missing = [w for w in words if not re.search(rf"\b({w})\b", english.lower())]
+        assert not missing, f"{german!r} -> {english!r}: no {missing}"
 
 
 def test_every_everyday_number_is_right(shipped):
