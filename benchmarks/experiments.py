@@ -8,7 +8,8 @@ mean, standard deviation, minimum and maximum. The chapter prints that file next
     python benchmarks/experiments.py attention  --seeds 0 1 2 3 4   # chapter 2: with and without attention
     python benchmarks/experiments.py positions  --seeds 0 1 2 3 4   # chapter 6: sinusoidal, learned, RoPE, ALiBi
     python benchmarks/experiments.py stability  --seeds 0 1 2 3 4   # chapter 7: post-LN / pre-LN x warm-up,
-                                                                   # RAdam, peak rates 1e-3 / 3e-3 / 1e-2
+                                                                   # RAdam, pre-filled Adam, scaled branches,
+                                                                   # peak rates 1e-3 / 3e-3 / 1e-2
     python benchmarks/experiments.py heads      --seeds 0 1 2 3 4   # chapter 5: one head vs several, same width
     python benchmarks/experiments.py all        --seeds 0 1 2 3 4
 
@@ -173,20 +174,48 @@ STABILITY_VARIANTS = (("post-LN", False), ("pre-LN", True))
 STABILITY_SWEEP = {"1e-3": 1e-3, "3e-3": 3e-3}           # peak rates besides the chapter's 1e-2
 
 
+STABILITY_PREFILL = 100     # batches Adam sees at learning rate 0 before the run, in the pre-filled variant
+
+
+def _scale_branches(model: Tagger) -> None:
+    """Multiplies the output of the i-th of the stack's 2N sublayers by 1/sqrt(i), a fixed factor: each residual
+    branch starts small against the stream it is added to (the idea of Admin, Liu et al. 2020, not its recipe)."""
+    for k, layer in enumerate(model.encoder.layers):
+        s_attn, s_ffn = (2 * k + 1) ** -0.5, (2 * k + 2) ** -0.5
+        layer.self_attn.register_forward_hook(lambda m, args, out, s=s_attn: (out[0] * s, out[1]))  # (out, weights)
+        layer.ffn.register_forward_hook(lambda m, args, out, s=s_ffn: out * s)                    # (B, S, D)
+
+
+def _sort_loss(model: Tagger, generator: torch.Generator) -> torch.Tensor:
+    x = torch.randint(4, V_SORT, (64, S_SORT), generator=generator)         # (B, S)
+    y = x.sort(dim=1).values                                                 # (B, S)
+    return F.cross_entropy(model(x).reshape(-1, V_SORT), y.reshape(-1))
+
+
 def _train_tagger(seed: int, norm_first: bool, warmup: int, steps: int, peak_lr: float,
-                  optimizer=torch.optim.Adam) -> dict:
-    """One run of chapter 7's tagger: the loss of every step and the mean of the last 10."""
+                  optimizer=torch.optim.Adam, prefill: int = 0, scale_branches: bool = False) -> dict:
+    """One run of chapter 7's tagger: the loss of every step and the mean of the last 10. prefill > 0: first
+    that many batches (from another generator) at learning rate 0, so that Adam's running estimates of the
+    gradient's mean and size have settled before the first step; scale_branches: see `_scale_branches`."""
     set_seed(seed)
     model = Tagger(6, 32, norm_first)
+    if scale_branches:
+        _scale_branches(model)
     opt = optimizer(model.parameters(), lr=peak_lr, betas=(0.9, 0.98), eps=1e-9)
+    if prefill:
+        opt.param_groups[0]["lr"] = 0.0                  # the estimates move, the weights do not
+        extra = torch.Generator().manual_seed(seed + 1000)
+        for _ in range(prefill):
+            opt.zero_grad()
+            _sort_loss(model, extra).backward()
+            opt.step()
+        opt.param_groups[0]["lr"] = peak_lr
     ramp = (lambda s, w=warmup: min(1.0, (s + 1) / w)) if warmup else (lambda s: 1.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, ramp)
-    data = torch.Generator().manual_seed(seed + 1)
+    data = torch.Generator().manual_seed(seed + 1)       # the same batches for every variant
     losses = []
     for _ in range(steps):
-        x = torch.randint(4, V_SORT, (64, S_SORT), generator=data)          # (B, S)
-        y = x.sort(dim=1).values                                             # (B, S)
-        loss = F.cross_entropy(model(x).reshape(-1, V_SORT), y.reshape(-1))
+        loss = _sort_loss(model, data)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -197,9 +226,10 @@ def _train_tagger(seed: int, norm_first: bool, warmup: int, steps: int, peak_lr:
 
 def stability_run(seed: int, steps: int = 100, peak_lr: float = 1e-2) -> dict:
     """Loss curve and mean loss of the last 10 of 100 steps for each variant (the same batches for all runs):
-    the four variants at peak_lr ("post-LN, no warm-up", ...); post-LN without warm-up under RAdam
-    ("post-LN, no warm-up, RAdam"); and the four variants at the peak rates of STABILITY_SWEEP
-    ("post-LN, no warm-up, peak 1e-3", ...)."""
+    the four variants at peak_lr ("post-LN, no warm-up", ...); post-LN without an explicit warm-up, at peak_lr,
+    under RAdam ("post-LN, RAdam"), under Adam with pre-filled estimates ("post-LN, Adam pre-filled") and under
+    Adam with scaled residual branches ("post-LN, scaled branches"); and the four variants at the peak rates of
+    STABILITY_SWEEP ("post-LN, no warm-up, peak 1e-3", ...)."""
     out = {}
     for rate_name, rate in (("", peak_lr), *((f", peak {k}", v) for k, v in STABILITY_SWEEP.items())):
         for name, norm_first in STABILITY_VARIANTS:
@@ -207,7 +237,9 @@ def stability_run(seed: int, steps: int = 100, peak_lr: float = 1e-2) -> dict:
                 label = f"{name}, {'warm-up 50' if warmup else 'no warm-up'}{rate_name}"
                 out[label] = _train_tagger(seed, norm_first, warmup, steps, rate)
         if not rate_name:
-            out["post-LN, no warm-up, RAdam"] = _train_tagger(seed, False, 0, steps, peak_lr, torch.optim.RAdam)
+            out["post-LN, RAdam"] = _train_tagger(seed, False, 0, steps, peak_lr, torch.optim.RAdam)
+            out["post-LN, Adam pre-filled"] = _train_tagger(seed, False, 0, steps, peak_lr, prefill=STABILITY_PREFILL)
+            out["post-LN, scaled branches"] = _train_tagger(seed, False, 0, steps, peak_lr, scale_branches=True)
     return out
 
 
