@@ -3,7 +3,11 @@ import numpy as np
 import pytest
 
 from transformer_course.exercises import ExerciseError
-from transformer_course.exercises.backprop import check_layernorm_backward, check_softmax_backward
+from transformer_course.exercises.backprop import (
+    check_attention_backward,
+    check_layernorm_backward,
+    check_softmax_backward,
+)
 
 
 # ---------------------------------------------------------------------------------------- softmax backward
@@ -126,3 +130,103 @@ def test_learner_cannot_spoil_inputs():
         return result
 
     assert check_layernorm_backward(in_place) is True
+
+
+# ---------------------------------------------------------------------------------- attention backward
+def good_attention_backward(dout, q, k, v, mask):
+    scale = 1.0 / np.sqrt(q.shape[-1])
+    scores = np.where(mask, q @ k.swapaxes(-1, -2) * scale, -np.inf)      # (B, T, T)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)                              # (B, T, T)
+    dv = weights.swapaxes(-1, -2) @ dout                                   # (B, T, Dh)
+    dweights = dout @ v.swapaxes(-1, -2)                                   # (B, T, T)
+    dscores = weights * (dweights - (dweights * weights).sum(-1, keepdims=True))
+    return dscores @ k * scale, dscores.swapaxes(-1, -2) @ q * scale, dv
+
+
+def _attention_variant(scale_power=-0.5, use_mask=True, dk_transposed=True, dv_transposed=True,
+                       dq_transposed=False, correction=True):
+    def fn(dout, q, k, v, mask):
+        Dh = q.shape[-1]
+        scores = q @ k.swapaxes(-1, -2) / np.sqrt(Dh)
+        if use_mask:
+            scores = np.where(mask, scores, -1e9)                          # a large negative fill works too
+        weights = np.exp(scores - scores.max(-1, keepdims=True))
+        weights /= weights.sum(-1, keepdims=True)
+        dv = (weights.swapaxes(-1, -2) if dv_transposed else weights) @ dout
+        dweights = dout @ v.swapaxes(-1, -2)
+        inner = (dweights * weights).sum(-1, keepdims=True) if correction else 0.0
+        dscores = weights * (dweights - inner) * Dh ** scale_power
+        dq = (dscores.swapaxes(-1, -2) if dq_transposed else dscores) @ k
+        dk = (dscores.swapaxes(-1, -2) if dk_transposed else dscores) @ q
+        return dq, dk, dv
+    return fn
+
+
+def test_attention_reference_passes(capsys):
+    assert check_attention_backward(good_attention_backward) is True
+    assert "✔ Correct" in capsys.readouterr().out
+    assert check_attention_backward(_attention_variant()) is True          # -1e9 instead of -inf
+
+
+def test_attention_package_backward_passes():
+    from transformer_course.numpy import scaled_dot_product_attention_backward, scaled_dot_product_attention_forward
+
+    def package(dout, q, k, v, mask):
+        _, cache = scaled_dot_product_attention_forward(q, k, v, mask)
+        return scaled_dot_product_attention_backward(dout, cache)
+
+    assert check_attention_backward(package) is True
+
+
+def test_attention_stub_is_not_attempted(capsys):
+    def stub(dout, q, k, v, mask):
+        raise NotImplementedError
+
+    assert check_attention_backward(stub) is False
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def _leaky_dk(dout, q, k, v, mask):
+    dq, dk, dv = good_attention_backward(dout, q, k, v, mask)
+    dk = dk + (~mask.any(axis=1))[..., None] * 0.1                         # gradient at the padded keys
+    return dq, dk, dv
+
+
+def _unbalanced_dk(dout, q, k, v, mask):
+    dq, dk, dv = good_attention_backward(dout, q, k, v, mask)
+    dk = dk.copy()
+    dk[:, 0] += 0.1                                                        # key 0, allowed for every query
+    return dq, dk, dv
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (_attention_variant(scale_power=0.0), "1 / sqrt.Dh. is missing"),
+    (_attention_variant(scale_power=0.5), "multiplied by sqrt"),
+    (_attention_variant(scale_power=-1.0), "SQUARE ROOT"),
+    (_attention_variant(use_mask=False), "dv is not right yet: gradient leaks to masked keys"),
+    (_attention_variant(dk_transposed=False), "dk = dscores.T @ q"),
+    (_attention_variant(dq_transposed=True), "dq is not right yet: a product is transposed"),
+    (_attention_variant(dv_transposed=False), "dv = weights.T @ dout"),
+    (_attention_variant(correction=False), "diagonal of its Jacobian"),
+    (_leaky_dk, "dk is not right yet: gradient leaks to masked keys"),
+    (_unbalanced_dk, "summed over the keys it should be 0"),
+    (lambda d, q, k, v, m: good_attention_backward(d, q, k, v, m)[:2], "three gradients"),
+    (lambda d, q, k, v, m: (d @ v.swapaxes(-1, -2), *good_attention_backward(d, q, k, v, m)[1:]),
+     "dq has shape .2, 5, 5., expected .2, 5, 4."),
+])
+def test_attention_mistakes_get_their_hint(fn, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_attention_backward(fn)
+
+
+def test_attention_learner_cannot_spoil_inputs():
+    def in_place(dout, q, k, v, mask):
+        result = good_attention_backward(dout, q, k, v, mask)
+        for a in (dout, q, k, v):
+            a[...] = 0.0
+        mask[...] = True
+        return result
+
+    assert check_attention_backward(in_place) is True
+

@@ -1,4 +1,5 @@
-"""Checks for appendix A (backpropagation by hand): the backward passes of softmax and of LayerNorm.
+"""Checks for appendix A (backpropagation by hand): the backward passes of softmax, of LayerNorm and of masked
+scaled dot-product attention.
 
 Each check calls the learner's function on small fixed float64 inputs, compares it with a reference written
 out here (not the package's, which the appendix is teaching), and recognises the usual mistakes: a missing
@@ -9,11 +10,13 @@ look.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed, softmax
 
-__all__ = ["check_softmax_backward", "check_layernorm_backward"]
+__all__ = ["check_softmax_backward", "check_layernorm_backward", "check_attention_backward"]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -114,7 +117,7 @@ def check_softmax_backward(fn):
 
 @exercise_check
 def check_layernorm_backward(fn):
-    """Check `fn(dout, x, gamma, eps=1e-5) -> dx` for out = gamma * (x - mean) / sqrt(var + eps) + beta.
+    """Check `fn(dout, x, gamma, eps_ln=1e-5) -> dx` for out = gamma * (x - mean) / sqrt(var + eps_ln) + beta.
 
     Means and the (biased) variance are over the LAST axis. dout and x: (B, T, D); gamma: (D,).
     """
@@ -124,24 +127,24 @@ def check_layernorm_backward(fn):
     gamma = rng.uniform(0.5, 1.5, size=D)               # (D,): not 1, so forgetting it is visible
     dout = rng.normal(size=(B, T, D))                   # (B, T, D)
     eps = 1e-5
-    got = call_learner(fn, dout, x, gamma, eps=eps)
+    got = call_learner(fn, dout, x, gamma, eps)            # positional: any name for eps works
     expected = _layernorm_backward(dout, x, gamma, eps)
     got_arr = as_numpy(got, "dx")
     if got_arr.shape == (B, T, D) and not np.allclose(got_arr, expected, atol=1e-8):
         hints = [
             (_layernorm_backward(dout, x, gamma, eps, mean_term=False, var_term=False),
-             "you treated the mean and the variance as constants (dx = gamma * dout / sigma). Both depend on "
-             "every x in the row: subtract the mean term mean(g) and the variance term xhat * mean(g * xhat), "
-             "with g = dout * gamma."),
+             "you treated the mean and the variance as constants (dx = gamma * dout / sigma_tilde). Both depend on "
+             "every x in the row: subtract the mean term mean(dxhat) and the variance term xhat * mean(dxhat * xhat), "
+             "with dxhat = dout * gamma."),
             (_layernorm_backward(dout, x, gamma, eps, mean_term=False),
-             "the mean correction is missing: subtract mean(g, axis=-1) (g = dout * gamma), the gradient that "
+             "the mean correction is missing: subtract mean(dxhat, axis=-1) (dxhat = dout * gamma), the gradient that "
              "flows through the row mean mu."),
             (_layernorm_backward(dout, x, gamma, eps, var_term=False),
-             "the variance correction is missing: subtract xhat * mean(g * xhat, axis=-1) (g = dout * gamma), "
-             "the gradient that flows through sigma."),
+             "the variance correction is missing: subtract xhat * mean(dxhat * xhat, axis=-1) (dxhat = dout * gamma), "
+             "the gradient that flows through sigma_tilde."),
             (_layernorm_backward(dout, x, gamma, eps, sign=-1.0),
-             "a sign error: the two correction terms are SUBTRACTED, dx = (g - mean(g) - xhat * mean(g * xhat)) "
-             "/ sigma."),
+             "a sign error: the two correction terms are SUBTRACTED, "
+             "dx = (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) / sigma_tilde."),
             (_layernorm_backward(dout, x, gamma, eps, axis=-2),
              "the correction means ran over axis -2 (the T axis); LayerNorm normalises over the LAST axis "
              "(the features), so take the means over axis=-1 with keepdims=True."),
@@ -149,10 +152,11 @@ def check_layernorm_backward(fn):
              "the correction means ran over axis 0 (the batch): that is batch norm's backward. LayerNorm "
              "normalises over the LAST axis, so use axis=-1 with keepdims=True."),
             (_layernorm_backward(dout, x, gamma, eps, use_gamma=False),
-             "gamma is missing: the gradient reaching xhat is g = dout * gamma, and the corrections use g too."),
+             "gamma is missing: the gradient reaching xhat is dxhat = dout * gamma, and the corrections use "
+             "dxhat too."),
             (_layernorm_backward(dout, x, gamma, eps, use_rstd=False),
-             "the final factor 1 / sqrt(var + eps) is missing: xhat = (x - mean) / sigma, so every term of dx is "
-             "divided by sigma."),
+             "the final factor 1 / sqrt(var + eps_ln) is missing: xhat = (x - mean) / sigma_tilde, so every term "
+             "of dx is divided by sigma_tilde."),
             (_layernorm_backward(dout, x, gamma, eps) * D,
              "dx is D times too large: the corrections are MEANS over the D features (sum / D), not sums."),
         ]
@@ -165,4 +169,117 @@ def check_layernorm_backward(fn):
         if detail:
             raise ExerciseError(f"dx is not right yet: {detail}.")
     compare_arrays(got, expected, "dx", atol=1e-8, rtol=1e-6)
-    return passed("dx = (g - mean(g) - xhat * mean(g * xhat)) / sigma with g = dout * gamma: both corrections.")
+    return passed("dx = (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) / sigma_tilde with dxhat = dout * gamma: "
+                  "both corrections.")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# masked scaled dot-product attention
+# ----------------------------------------------------------------------------------------------------------
+def _attention_backward(dout, q, k, v, mask, use_mask=True, forward_scale=True, backward_scale=-0.5,
+                        dv_transposed=True, da_transposed=False, dq_transposed=False, dk_transposed=True,
+                        correction=True, axis=-1):
+    """(dq, dk, dv) of out = softmax(mask(q k^T / sqrt(Dh))) v; the keywords produce the common mistakes.
+
+    backward_scale is the power of Dh in the backward of the scores: -0.5 is right (1 / sqrt(Dh)), 0 forgets
+    it, 0.5 multiplies by sqrt(Dh). The *_transposed flags say whether a product uses the transpose.
+    """
+    Dh = q.shape[-1]
+    scores = q @ np.swapaxes(k, -1, -2)                                      # (B, T, T)
+    if forward_scale:
+        scores = scores / math.sqrt(Dh)
+    if use_mask:
+        scores = np.where(mask, scores, -np.inf)
+    weights = softmax(scores)                                                # (B, T, T)
+    weights_t = np.swapaxes(weights, -1, -2)                                 # (B, T, T)
+    dv = (weights_t if dv_transposed else weights) @ dout                    # (B, T, Dh)
+    dweights = dout @ np.swapaxes(v, -1, -2)                                 # (B, T, T)
+    if da_transposed:
+        dweights = np.swapaxes(dweights, -1, -2)
+    inner = (dweights * weights).sum(axis=axis, keepdims=True) if correction else 0.0
+    dscores = weights * (dweights - inner) * Dh ** backward_scale            # (B, T, T)
+    dscores_t = np.swapaxes(dscores, -1, -2)                                 # (B, T, T)
+    dq = (dscores_t if dq_transposed else dscores) @ k                       # (B, T, Dh)
+    dk = (dscores_t if dk_transposed else dscores) @ q                       # (B, T, Dh)
+    return dq, dk, dv
+
+
+_ATTENTION_MISTAKES = [
+    (dict(use_mask=False),
+     "gradient leaks to masked keys: the mask was not applied. Set the masked scores to -inf before the softmax; "
+     "their weights are then exactly 0, and so are the gradients that reach those keys and values."),
+    (dict(forward_scale=False),
+     "the forward pass forgot 1 / sqrt(Dh): the weights are softmax(q k^T / sqrt(Dh)), so recompute them from "
+     "the scaled scores."),
+    (dict(backward_scale=0.0),
+     "the factor 1 / sqrt(Dh) is missing: the scores were q k^T / sqrt(Dh), so the backward of that product "
+     "carries it too: dq = dscores @ k / sqrt(Dh), dk = dscores^T @ q / sqrt(Dh)."),
+    (dict(backward_scale=0.5),
+     "you multiplied by sqrt(Dh) where the forward divided by it: dq = dscores @ k / sqrt(Dh), "
+     "dk = dscores^T @ q / sqrt(Dh)."),
+    (dict(backward_scale=-1.0),
+     "you divided by Dh; the scores were divided by its SQUARE ROOT, so divide by sqrt(Dh)."),
+    (dict(dv_transposed=False),
+     "a product is not transposed: dv = weights^T @ dout (value j collects the output gradient of every query i, "
+     "weighted by weights[i, j]), not weights @ dout."),
+    (dict(da_transposed=True),
+     "the gradient of the weights is transposed: it is dout @ v^T (row i: query i, column j: key j)."),
+    (dict(dk_transposed=False),
+     "a product is not transposed: dk = dscores^T @ q / sqrt(Dh) (key j collects the gradients of column j of "
+     "the scores), not dscores @ q."),
+    (dict(dq_transposed=True),
+     "a product is transposed: dq = dscores @ k / sqrt(Dh) (query i owns row i of the scores), not "
+     "dscores^T @ k."),
+    (dict(correction=False),
+     "the softmax backward is incomplete: dscores = weights * (dweights - sum(dweights * weights, axis=-1)); you "
+     "kept only the diagonal of its Jacobian, weights * dweights."),
+    (dict(axis=-2),
+     "the softmax backward summed over axis -2 (the queries); each query's weights sum to 1 over the keys, so "
+     "sum over axis=-1 with keepdims=True."),
+]
+
+
+def _split_three(result) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The learner's `(dq, dk, dv)` as arrays, or one error saying what it returned instead."""
+    if not isinstance(result, (tuple, list)) or len(result) != 3:
+        raise ExerciseError(f"your function returned a {type(result).__name__}; it should return the three "
+                            "gradients `(dq, dk, dv)`, in that order.")
+    return tuple(as_numpy(r, name) for r, name in zip(result, ("dq", "dk", "dv")))
+
+
+@exercise_check
+def check_attention_backward(fn):
+    """Check `fn(dout, q, k, v, mask) -> (dq, dk, dv)` for out = softmax(q k^T / sqrt(Dh), masked) v.
+
+    dout, q, k, v: (B, T, Dh); mask: (B, T, T) boolean, True = may attend (no row is fully masked).
+    dq, dk, dv: (B, T, Dh). They are checked in the reverse order of the forward: dv, then dk, then dq.
+    """
+    rng = np.random.default_rng(1986)
+    B, T, Dh = 2, 5, 4                                   # T != Dh: a product of the wrong arrays fails on shapes
+    q = rng.normal(size=(B, T, Dh))                      # (B, T, Dh)
+    k = rng.normal(size=(B, T, Dh))                      # (B, T, Dh)
+    v = rng.normal(size=(B, T, Dh))                      # (B, T, Dh)
+    dout = rng.normal(size=(B, T, Dh))                   # (B, T, Dh)
+    mask = np.tril(np.ones((T, T), dtype=bool))[None].repeat(B, axis=0)   # (B, T, T): causal
+    mask[1, :, 3:] = False                               # sequence 1: keys 3 and 4 are padding
+    got = _split_three(call_learner(fn, dout, q, k, v, mask))
+    expected = _attention_backward(dout, q, k, v, mask)
+    wrongs = [(_attention_backward(dout, q, k, v, mask, **kw), why) for kw, why in _ATTENTION_MISTAKES]
+    for i, name in ((2, "dv"), (1, "dk"), (0, "dq")):
+        if got[i].shape == expected[i].shape and not np.allclose(got[i], expected[i], atol=1e-8):
+            for wrong, why in wrongs:
+                if np.allclose(got[i], wrong[i], atol=1e-8):
+                    raise ExerciseError(f"{name} is not right yet: {why}")
+            leak = np.abs(got[i][1, 3:]).max()           # rows of the two padded keys of sequence 1
+            if name in ("dk", "dv") and leak > 1e-12:
+                raise ExerciseError(f"{name} is not right yet: gradient leaks to masked keys. Keys 3 and 4 of "
+                                    f"sequence 1 are masked for every query, so their rows of {name} must be 0, "
+                                    f"but one entry is {leak:.3g}.")
+            key_sum = np.abs(got[i].sum(axis=1)).max()   # (B, Dh) summed over the keys
+            if name == "dk" and key_sum > 1e-8:
+                raise ExerciseError("dk is not right yet: summed over the keys it should be 0 (adding one vector "
+                                    "to every key shifts all of a query's scores by the same amount, which the "
+                                    f"softmax ignores), but the largest |sum| is {key_sum:.3g}.")
+        compare_arrays(got[i], expected[i], name, atol=1e-8, rtol=1e-6)
+    passed("dv = A^T dout, dA = dout v^T, the softmax backward, then dq = dZ k / sqrt(Dh) and "
+           "dk = dZ^T q / sqrt(Dh); masked keys get no gradient.")
