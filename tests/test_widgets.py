@@ -183,7 +183,7 @@ def test_decoding_figure_counts_the_words_sampling_may_draw(shipped):
     model, src_vocab, tgt_vocab = shipped
     V = model.config.tgt_vocab_size
     args = (model, src_vocab, tgt_vocab, "three hundred and ninety-seven")
-    fig = w.decoding_figure(*args, step=6)
+    fig = w.decoding_figure(*args, t=6)
     bars = [patch.get_height() for patch in fig.axes[0].patches]     # the ten most probable words
     ticks = fig.axes[0].lines[0].get_ydata()                          # the model's own probabilities
     # tau = 1 and no limits: the model itself, less <pad> and <bos>, which sampling never draws (renormalised)
@@ -192,14 +192,14 @@ def test_decoding_figure_counts_the_words_sampling_may_draw(shipped):
     assert np.allclose(ratios, ratios[0]) and 1.0 < ratios[0] < 1.05
     assert fig.axes[0].get_xticklabels()[0].get_text() == "dix" and "off" in fig.axes[0].get_title()
     assert _close(fig)
-    fig = w.decoding_figure(*args, step=6, temperature=4.0, top_k=1)
+    fig = w.decoding_figure(*args, t=6, temperature=4.0, top_k=1)
     assert _possible(fig) == (1, V) and np.isclose(fig.axes[0].patches[0].get_height(), 1.0)   # greedy
     assert _close(fig)
-    fig = w.decoding_figure(*args, step=6, temperature=2.0, top_k=V, top_p=1.0)  # k_top = V, p_top = 1: no limit
+    fig = w.decoding_figure(*args, t=6, temperature=2.0, top_k=V, top_p=1.0)  # k_top = V, p_top = 1: no limit
     assert _possible(fig) == (V - 2, V) and "k_top = off, p_top = off" in fig.axes[0].get_title()
     assert _close(fig)
-    with pytest.raises(ValueError, match="step: expected a value from 0"):
-        w.decoding_figure(*args, step=99)
+    with pytest.raises(ValueError, match="t: expected a value from 0"):
+        w.decoding_figure(*args, t=99)
 
 
 # --- flip books: the kernel-free twins ----------------------------------------------------------------------

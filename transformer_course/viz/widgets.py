@@ -411,9 +411,10 @@ def attention_explorer_flipbook(model=None, src_vocab=None, tgt_vocab=None,
 
 # --- decoding: temperature, top-k and top-p -----------------------------------------------------------------
 
-def next_word_logits(model, src_vocab, tgt_vocab, sentence: str, step: int):
-    """The model's logits for word `step` (from 0) of its greedy translation of `sentence`, given the words
-    before it: (logits (V,), the text written before it, the whole greedy translation)."""
+def next_word_logits(model, src_vocab, tgt_vocab, sentence: str, t: int):
+    """The model's logits for word `t` (the decoding step, counted from 0 as code indexes) of its greedy
+    translation of `sentence`, given the words before it: (logits (V,), the text written before it, the whole
+    greedy translation)."""
     from .._optional import torch
     from ..data.vocab import BOS_ID
     from ..torch.decoding import greedy_decode
@@ -421,11 +422,11 @@ def next_word_logits(model, src_vocab, tgt_vocab, sentence: str, step: int):
     src = torch.tensor([src_vocab.encode(sentence)])               # (1, S)
     with torch.no_grad():
         out = greedy_decode(model, src)                            # (1, L), ends with <eos>
-        if not 0 <= step < out.shape[1]:
-            raise ValueError(f"step: expected a value from 0 to {out.shape[1] - 1}, got {step}")
-        tgt_in = torch.cat([torch.full((1, 1), BOS_ID), out[:, :step]], dim=1)   # (1, step + 1): <bos> first
+        if not 0 <= t < out.shape[1]:
+            raise ValueError(f"t: expected a value from 0 to {out.shape[1] - 1}, got {t}")
+        tgt_in = torch.cat([torch.full((1, 1), BOS_ID), out[:, :t]], dim=1)   # (1, t + 1): <bos> first
         logits = model(src, tgt_in)[0, -1]                         # (V,)
-    return logits, tgt_vocab.decode(out[0, :step].tolist()), tgt_vocab.decode(out[0].tolist())
+    return logits, tgt_vocab.decode(out[0, :t].tolist()), tgt_vocab.decode(out[0].tolist())
 
 
 def _decoding_figure(sentence: str, logits, before, tgt_vocab, temperature: float, top_k: int | None,
@@ -457,25 +458,26 @@ def _decoding_figure(sentence: str, logits, before, tgt_vocab, temperature: floa
     return fig
 
 
-def decoding_figure(model, src_vocab, tgt_vocab, sentence: str = "three hundred and ninety-seven", step: int = 0,
+def decoding_figure(model, src_vocab, tgt_vocab, sentence: str = "three hundred and ninety-seven", t: int = 0,
                     temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
                     n_shown: int = 10):
-    """The distribution sampling draws word `step` from (chapter 8's sampling_probs, with <pad> and <bos>
+    """The distribution sampling draws word `t` (from 0) from (chapter 8's sampling_probs, with <pad> and <bos>
     excluded as sample_decode excludes them), as bars over the n_shown words the model finds most probable,
     with the model's own probabilities (tau = 1, no limits) as ticks.
 
     top_k None (or the vocabulary size) and top_p None (or 1) mean no limit."""
-    logits, before, _ = next_word_logits(model, src_vocab, tgt_vocab, sentence, step)
+    logits, before, _ = next_word_logits(model, src_vocab, tgt_vocab, sentence, t)
     return _decoding_figure(sentence, logits, before, tgt_vocab, temperature, top_k, top_p, n_shown)
 
 
 def decoding_widget(model=None, src_vocab=None, tgt_vocab=None, sentence: str = "three hundred and ninety-seven",
-                    step: int = 0):
-    """Temperature, k_top and p_top on the shipped model's next-word distribution for one source and step."""
+                    t: int = 0):
+    """Temperature, k_top and p_top on the shipped model's next-word distribution for one source and decoding
+    step t (from 0)."""
     import ipywidgets as widgets
 
     model, src_vocab, tgt_vocab = _default_model(model, src_vocab, tgt_vocab)
-    logits, before, _ = next_word_logits(model, src_vocab, tgt_vocab, sentence, step)  # the model runs once
+    logits, before, _ = next_word_logits(model, src_vocab, tgt_vocab, sentence, t)  # the model runs once
     V = logits.shape[-1]
     controls = {
         "temperature": widgets.FloatLogSlider(value=1.0, base=2, min=-2, max=3, step=0.5, description="τ"),
@@ -488,11 +490,11 @@ def decoding_widget(model=None, src_vocab=None, tgt_vocab=None, sentence: str = 
 
 
 def decoding_flipbook(model=None, src_vocab=None, tgt_vocab=None, sentence: str = "three hundred and ninety-seven",
-                      step: int = 0, temperatures=(0.5, 1.0, 2.0, 4.0), top_ks=(1, 3, None), top_ps=(0.5, 0.9, None),
+                      t: int = 0, temperatures=(0.5, 1.0, 2.0, 4.0), top_ks=(1, 3, None), top_ps=(0.5, 0.9, None),
                       dpi: int = 78):
     """The decoding widget's flip book: every temperature, k_top and p_top given (None: no limit)."""
     model, src_vocab, tgt_vocab = _default_model(model, src_vocab, tgt_vocab)
-    logits, before, _ = next_word_logits(model, src_vocab, tgt_vocab, sentence, step)
+    logits, before, _ = next_word_logits(model, src_vocab, tgt_vocab, sentence, t)
     controls = [Control("temperature", "temperature τ", tuple(temperatures), default=1.0),
                 Control("top_k", "k<sub>top</sub>", tuple(top_ks), default=None,
                         shown=tuple("off" if k is None else str(k) for k in top_ks)),
