@@ -198,6 +198,9 @@ def test_decoding_figure_counts_the_words_sampling_may_draw(shipped):
     fig = w.decoding_figure(*args, t=6, temperature=2.0, top_k=V, top_p=1.0)  # k_top = V, p_top = 1: no limit
     assert _possible(fig) == (V - 2, V) and "k_top = off, p_top = off" in fig.axes[0].get_title()
     assert _close(fig)
+    fig = w.decoding_figure(*args, t=6, temperature=2.0, top_k=V - 2)   # every drawable token: no limit either
+    assert _possible(fig) == (V - 2, V) and "k_top = off" in fig.axes[0].get_title()
+    assert _close(fig)
     with pytest.raises(ValueError, match="t: expected a value from 0"):
         w.decoding_figure(*args, t=99)
 

@@ -181,8 +181,8 @@ def mask_widget():
     import ipywidgets as widgets
 
     controls = {
-        "first": widgets.IntSlider(value=6, min=1, max=8, description="length 1"),
-        "second": widgets.IntSlider(value=3, min=1, max=8, description="length 2"),
+        "first": widgets.IntSlider(value=6, min=1, max=8, description="sequence 1 length"),
+        "second": widgets.IntSlider(value=3, min=1, max=8, description="sequence 2 length"),
         "causal": widgets.Checkbox(value=True, description="causal"),
     }
     return _interactive(lambda first, second, causal: mask_figure((first, second), T=8, causal=causal), controls)
@@ -196,8 +196,8 @@ def mask_flipbook(T: int = 8, lengths=(6, 3), dpi: int = 78):
     drawings cover all (T x T x 2) settings."""
     first, second = lengths
     choices = tuple(range(1, T + 1))
-    controls = [Control("first", "length 1", choices, default=first),
-                Control("second", "length 2", choices, default=second),
+    controls = [Control("first", "sequence 1 length", choices, default=first),
+                Control("second", "sequence 2 length", choices, default=second),
                 Control("causal", "causal", (False, True), default=True, kind="checkbox", shown=("off", "on"))]
     alt = "padding, causal and combined masks of sequence {} as grids of ticks, one tick per key a query may see"
     panels = [Panel(lambda first, causal: mask_figure((first,), T=T, causal=causal, first_index=1),
@@ -435,11 +435,12 @@ def _decoding_figure(sentence: str, logits, before, tgt_vocab, temperature: floa
     from ..torch.decoding import sampling_probs
 
     V = logits.shape[-1]
-    top_k = None if top_k is None or top_k >= V else top_k         # k_top = V keeps every word: no limit
+    never = (PAD_ID, BOS_ID)                                       # as sample_decode: never drawn
+    top_k = None if top_k is None or top_k >= V - len(never) else top_k   # every drawable token: no limit
     top_p = None if top_p is None or top_p >= 1 else top_p         # p_top = 1 keeps every word: no limit
     model_p = sampling_probs(logits).numpy()                       # (V,): tau = 1, no limits
     # (V,): as sample_decode draws, <pad> and <bos> excluded
-    shaped = sampling_probs(logits, temperature, top_k, top_p, exclude=(PAD_ID, BOS_ID)).numpy()
+    shaped = sampling_probs(logits, temperature, top_k, top_p, exclude=never).numpy()
     order = np.argsort(-model_p, kind="stable")[:n_shown]          # (n_shown,): the model's most probable first
     words = [tgt_vocab.id_to_token(int(i)) for i in order]
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
