@@ -8,7 +8,7 @@ mean, standard deviation, minimum and maximum. The chapter prints that file next
     python benchmarks/experiments.py attention  --seeds 0 1 2 3 4   # chapter 2: with and without attention
     python benchmarks/experiments.py positions  --seeds 0 1 2 3 4   # chapter 6: sinusoidal, learned, RoPE, ALiBi
     python benchmarks/experiments.py stability  --seeds 0 1 2 3 4   # chapter 7: post-LN / pre-LN x warm-up,
-                                                                   # RAdam, pre-filled Adam, scaled branches,
+                                                                   # RAdam, pre-filled Adam, scaled branches/rates,
                                                                    # peak rates 1e-3 / 3e-3 / 1e-2
     python benchmarks/experiments.py heads      --seeds 0 1 2 3 4   # chapter 5: one head vs several, same width
     python benchmarks/experiments.py all        --seeds 0 1 2 3 4
@@ -186,6 +186,20 @@ def _scale_branches(model: Tagger) -> None:
         layer.ffn.register_forward_hook(lambda m, args, out, s=s_ffn: out * s)                    # (B, S, D)
 
 
+def _scaled_rate_groups(model: Tagger, lr: float) -> list[dict]:
+    """Parameter groups for the optimiser: the i-th of the stack's 2N sublayers at lr / sqrt(i), everything else
+    (embedding, LayerNorms, output layer) at lr. The control of `_scale_branches`: the same factors on the step
+    size, none on the forward pass."""
+    groups, scaled = [], set()
+    for k, layer in enumerate(model.encoder.layers):
+        for i, sub in ((2 * k + 1, layer.self_attn), (2 * k + 2, layer.ffn)):
+            params = list(sub.parameters())
+            scaled.update(id(p) for p in params)
+            groups.append({"params": params, "lr": lr * i ** -0.5})
+    groups.append({"params": [p for p in model.parameters() if id(p) not in scaled], "lr": lr})
+    return groups
+
+
 def _sort_loss(model: Tagger, generator: torch.Generator) -> torch.Tensor:
     x = torch.randint(4, V_SORT, (64, S_SORT), generator=generator)         # (B, S)
     y = x.sort(dim=1).values                                                 # (B, S)
@@ -193,15 +207,18 @@ def _sort_loss(model: Tagger, generator: torch.Generator) -> torch.Tensor:
 
 
 def _train_tagger(seed: int, norm_first: bool, warmup: int, steps: int, peak_lr: float,
-                  optimizer=torch.optim.Adam, prefill: int = 0, scale_branches: bool = False) -> dict:
+                  optimizer=torch.optim.Adam, prefill: int = 0, scale_branches: bool = False,
+                  scale_rates: bool = False) -> dict:
     """One run of chapter 7's tagger: the loss of every step and the mean of the last 10. prefill > 0: first
     that many batches (from another generator) at learning rate 0, so that Adam's running estimates of the
-    gradient's mean and size have settled before the first step; scale_branches: see `_scale_branches`."""
+    gradient's mean and size have settled before the first step; scale_branches: see `_scale_branches`;
+    scale_rates: see `_scaled_rate_groups`."""
     set_seed(seed)
     model = Tagger(6, 32, norm_first)
     if scale_branches:
         _scale_branches(model)
-    opt = optimizer(model.parameters(), lr=peak_lr, betas=(0.9, 0.98), eps=1e-9)
+    params = _scaled_rate_groups(model, peak_lr) if scale_rates else model.parameters()
+    opt = optimizer(params, lr=peak_lr, betas=(0.9, 0.98), eps=1e-9)
     if prefill:
         opt.param_groups[0]["lr"] = 0.0                  # the estimates move, the weights do not
         extra = torch.Generator().manual_seed(seed + 1000)
@@ -228,7 +245,8 @@ def stability_run(seed: int, steps: int = 100, peak_lr: float = 1e-2) -> dict:
     """Loss curve and mean loss of the last 10 of 100 steps for each variant (the same batches for all runs):
     the four variants at peak_lr ("post-LN, no warm-up", ...); post-LN without an explicit warm-up, at peak_lr,
     under RAdam ("post-LN, RAdam"), under Adam with pre-filled estimates ("post-LN, Adam pre-filled") and under
-    Adam with scaled residual branches ("post-LN, scaled branches"); and the four variants at the peak rates of
+    Adam with scaled residual branches ("post-LN, scaled branches") or, as its control, with the same factors on
+    the sublayers' learning rates ("post-LN, scaled rates"); and the four variants at the peak rates of
     STABILITY_SWEEP ("post-LN, no warm-up, peak 1e-3", ...)."""
     out = {}
     for rate_name, rate in (("", peak_lr), *((f", peak {k}", v) for k, v in STABILITY_SWEEP.items())):
@@ -240,6 +258,7 @@ def stability_run(seed: int, steps: int = 100, peak_lr: float = 1e-2) -> dict:
             out["post-LN, RAdam"] = _train_tagger(seed, False, 0, steps, peak_lr, torch.optim.RAdam)
             out["post-LN, Adam pre-filled"] = _train_tagger(seed, False, 0, steps, peak_lr, prefill=STABILITY_PREFILL)
             out["post-LN, scaled branches"] = _train_tagger(seed, False, 0, steps, peak_lr, scale_branches=True)
+            out["post-LN, scaled rates"] = _train_tagger(seed, False, 0, steps, peak_lr, scale_rates=True)
     return out
 
 
