@@ -172,8 +172,6 @@ class Tagger(nn.Module):
 
 STABILITY_VARIANTS = (("post-LN", False), ("pre-LN", True))
 STABILITY_SWEEP = {"1e-3": 1e-3, "3e-3": 3e-3}           # peak rates besides the chapter's 1e-2
-
-
 STABILITY_PREFILL = 100     # batches Adam sees at learning rate 0 before the run, in the pre-filled variant
 
 

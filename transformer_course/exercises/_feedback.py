@@ -48,12 +48,18 @@ def _hint_for(err: Exception, n_args: int, kwargs: dict) -> str:
     return "The traceback above points to the line in your function."
 
 
+def split_arrays(result, names: tuple[str, ...], what: str, meaning: str) -> tuple[np.ndarray, ...]:
+    """A learner's tuple of arrays, named `names`, or one error saying what it returned instead."""
+    if not isinstance(result, (tuple, list)) or len(result) != len(names):
+        count = "a pair" if len(names) == 2 else f"{len(names)} arrays"
+        raise ExerciseError(f"{what} returned a {type(result).__name__}; it should return {count} "
+                            f"`({', '.join(names)})`: {meaning}.")
+    return tuple(as_numpy(value, name) for value, name in zip(result, names))
+
+
 def split_out_weights(result, what: str) -> tuple[np.ndarray, np.ndarray]:
     """An attention function's `(out, weights)` pair as arrays, or one error saying what it returned instead."""
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        raise ExerciseError(f"{what} returned a {type(result).__name__}; it should return a pair `(out, weights)`: "
-                            "the attention output and the attention weights.")
-    return as_numpy(result[0], "out"), as_numpy(result[1], "weights")
+    return split_arrays(result, ("out", "weights"), what, "the attention output and the attention weights")
 
 
 def call_learner(fn, *args, **kwargs):

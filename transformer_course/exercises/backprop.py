@@ -14,7 +14,16 @@ import math
 
 import numpy as np
 
-from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed, softmax
+from ._feedback import (
+    ExerciseError,
+    as_numpy,
+    call_learner,
+    compare_arrays,
+    exercise_check,
+    passed,
+    softmax,
+    split_arrays,
+)
 
 __all__ = ["check_softmax_backward", "check_layernorm_backward", "check_attention_backward"]
 
@@ -239,14 +248,6 @@ _ATTENTION_MISTAKES = [
 ]
 
 
-def _split_three(result) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The learner's `(dq, dk, dv)` as arrays, or one error saying what it returned instead."""
-    if not isinstance(result, (tuple, list)) or len(result) != 3:
-        raise ExerciseError(f"your function returned a {type(result).__name__}; it should return the three "
-                            "gradients `(dq, dk, dv)`, in that order.")
-    return tuple(as_numpy(r, name) for r, name in zip(result, ("dq", "dk", "dv")))
-
-
 @exercise_check
 def check_attention_backward(fn):
     """Check `fn(dout, q, k, v, mask) -> (dq, dk, dv)` for out = softmax(q k^T / sqrt(Dh), masked) v.
@@ -262,7 +263,8 @@ def check_attention_backward(fn):
     dout = rng.normal(size=(B, T, Dh))                   # (B, T, Dh)
     mask = np.tril(np.ones((T, T), dtype=bool))[None].repeat(B, axis=0)   # (B, T, T): causal
     mask[1, :, 3:] = False                               # sequence 1: keys 3 and 4 are padding
-    got = _split_three(call_learner(fn, dout, q, k, v, mask))
+    got = split_arrays(call_learner(fn, dout, q, k, v, mask), ("dq", "dk", "dv"), "your function",
+                       "the three gradients, in that order")
     expected = _attention_backward(dout, q, k, v, mask)
     wrongs = [(_attention_backward(dout, q, k, v, mask, **kw), why) for kw, why in _ATTENTION_MISTAKES]
     for i, name in ((2, "dv"), (1, "dk"), (0, "dq")):
@@ -281,5 +283,5 @@ def check_attention_backward(fn):
                                     "to every key shifts all of a query's scores by the same amount, which the "
                                     f"softmax ignores), but the largest |sum| is {key_sum:.3g}.")
         compare_arrays(got[i], expected[i], name, atol=1e-8, rtol=1e-6)
-    passed("dv = A^T dout, dA = dout v^T, the softmax backward, then dq = dZ k / sqrt(Dh) and "
-           "dk = dZ^T q / sqrt(Dh); masked keys get no gradient.")
+    return passed("dv = A^T dout, dA = dout v^T, the softmax backward, then dq = dZ k / sqrt(Dh) and "
+                  "dk = dZ^T q / sqrt(Dh); masked keys get no gradient.")
