@@ -59,6 +59,7 @@ def test_split_heads_hints(fn, hint):
 @pytest.mark.parametrize("fn, hint", [
     (lambda x: x.reshape(x.shape[0], x.shape[2], -1), "reshape alone"),
     (lambda x: x.transpose(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1), "interleaved"),
+    (lambda x: good_merge(x) if x.shape[0] == 2 else 0 * good_merge(x), "fn\\(x2\\)"),   # right at one size only
 ])
 def test_merge_heads_hints(fn, hint):
     with pytest.raises(ExerciseError, match=hint):
@@ -72,6 +73,7 @@ def test_merge_heads_hints(fn, hint):
     (lambda x, p, H: good_mha(x, p, H, split=lambda a, h: a.reshape(a.shape[0], h, a.shape[1], -1)),
      "reshape straight to"),
     (lambda x, p, H: good_mha(x, p, 1), "single-head"),
+    (lambda x, p, H: good_mha(x, p, 2), "fn\\(x2, params2, 3\\)"),   # n_heads hard-coded to the first call's 2
 ])
 def test_multi_head_hints(fn, hint):
     with pytest.raises(ExerciseError, match=hint):

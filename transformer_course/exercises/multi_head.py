@@ -40,6 +40,14 @@ def _mha(x, params, H, scale_width=None, use_W_o=True, split=_split, merge=_merg
     return heads @ params["W_o"] + params["b_o"] if use_W_o else heads
 
 
+def _layer_inputs(rng, B, T, D):
+    """x (B, T, D) and a layer's (D, D) projections with biases, drawn from rng."""
+    x = rng.normal(size=(B, T, D))
+    params = {}
+    for name in ("q", "k", "v", "o"):
+        params[f"W_{name}"] = rng.normal(size=(D, D)) / math.sqrt(D)
+        params[f"b_{name}"] = rng.normal(size=D) * 0.1
+    return x, params
 
 
 def _inputs(seed=5, B=2, T=3, D=8):
@@ -94,6 +102,9 @@ def check_merge_heads(fn):
                                                         "(axes 0, 2, 1, 3) so that each head's Dh values stay "
                                                         "together before the reshape."),
     ])
+    # a second call with other sizes, so that hard-coded numbers are caught
+    x2 = np.random.default_rng(9).normal(size=(1, 3, 5, 2))
+    compare_arrays(as_numpy(call_learner(fn, x2), "fn(x2)"), _merge(x2), "fn(x2) (B=1, H=3, T=5, Dh=2)")
     passed("(B, H, T, Dh) -> (B, T, H, Dh) -> (B, T, D): heads side by side, in order.")
 
 
@@ -104,12 +115,7 @@ def check_multi_head_attention(fn):
     params: W_q, W_k, W_v, W_o of shape (D, D) stored (in, out), biases b_q, b_k, b_v, b_o of shape (D,).
     """
     B, T, D, H = 2, 4, 8, 2
-    rng = np.random.default_rng(8)
-    x = rng.normal(size=(B, T, D))
-    params = {}
-    for name in ("q", "k", "v", "o"):
-        params[f"W_{name}"] = rng.normal(size=(D, D)) / math.sqrt(D)
-        params[f"b_{name}"] = rng.normal(size=D) * 0.1
+    x, params = _layer_inputs(np.random.default_rng(8), B=B, T=T, D=D)
     got = as_numpy(call_learner(fn, x, {k: v.copy() for k, v in params.items()}, H), "fn(x, params, n_heads)")
     expected = _mha(x, params, H)
     compare_arrays(got, expected, "out", hints=[
@@ -124,4 +130,8 @@ def check_multi_head_attention(fn):
         (_mha(x, params, 1), "this is single-head attention over the full width: split the projected queries, "
                              "keys and values into n_heads heads of Dh = D / n_heads columns."),
     ])
+    # a second call with other sizes (B=1, T=5, D=6, H=3), so that hard-coded numbers are caught
+    x2, params2 = _layer_inputs(np.random.default_rng(10), B=1, T=5, D=6)
+    got2 = as_numpy(call_learner(fn, x2, {k: v.copy() for k, v in params2.items()}, 3), "fn(x2, params2, 3)")
+    compare_arrays(got2, _mha(x2, params2, 3), "fn(x2, params2, 3) (B=1, T=5, D=6, n_heads=3)")
     passed("split into heads, scaled dot-product attention per head, heads merged and projected by W_o.")
