@@ -7,6 +7,8 @@ mean, standard deviation, minimum and maximum. The chapter prints that file next
 
     python benchmarks/experiments.py attention  --seeds 0 1 2 3 4   # chapter 2: with and without attention
     python benchmarks/experiments.py positions  --seeds 0 1 2 3 4   # chapter 6: sinusoidal, learned, RoPE, ALiBi
+    python benchmarks/experiments.py positions_controls --seeds 0 1 2 3 4   # chapter 6: RoPE / ALiBi + sinusoids,
+                                                                   # signed ALiBi (into positions.json, "controls")
     python benchmarks/experiments.py stability  --seeds 0 1 2 3 4   # chapter 7: post-LN / pre-LN x warm-up,
                                                                    # RAdam, pre-filled Adam, scaled branches/rates,
                                                                    # peak rates 1e-3 / 3e-3 / 1e-2
@@ -18,26 +20,31 @@ One torch thread per run (as in the chapters); the wall time of each run is reco
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
+import shlex
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from _results import summary, write_results
+from _results import RESULTS, machine, summary, write_results
 from torch import nn
 
 from transformer_course import ModelConfig, set_seed
 from transformer_course.config import POSITIONAL_KINDS
 from transformer_course.data import PAD_ID, copy_task, make_dataloader, pad_sequences, reverse_task
+from transformer_course.torch import attention as attention_module
 from transformer_course.torch.attention import MultiHeadAttention
 from transformer_course.torch.bahdanau import BahdanauSeq2Seq
 from transformer_course.torch.decoding import greedy_decode
 from transformer_course.torch.embedding import Embedding
 from transformer_course.torch.encoder import Encoder
 from transformer_course.torch.loss import cross_entropy
-from transformer_course.torch.positional import SinusoidalPositions
+from transformer_course.torch.positional import SinusoidalPositions, alibi_bias
 from transformer_course.torch.transformer import Transformer
 
 # ---------------------------------------------------------------------------------------------------------
@@ -98,54 +105,99 @@ TRAIN_MAX = 8
 COPY_STEPS = 1500
 
 
+def _copy_data():
+    short = copy_task(n_train=4000, n_val=0, n_test=500, min_len=1, max_len=TRAIN_MAX, seed=0)
+    longer = copy_task(n_train=0, n_val=0, n_test=1000, min_len=TRAIN_MAX + 1, max_len=2 * TRAIN_MAX, seed=1)
+    return short, longer, *short.build_vocabs()
+
+
+def _copy_model(positional: str, src_vocab, tgt_vocab, seed: int) -> Transformer:
+    config = ModelConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab), d_model=64, n_heads=4,
+                         d_ff=128, n_encoder_layers=1, n_decoder_layers=1, dropout=0.0, max_len=32,
+                         positional=positional)
+    set_seed(seed)
+    return Transformer(config)
+
+
+def _train_and_score_copy(model: Transformer, short, longer, src_vocab, tgt_vocab, seed: int) -> dict:
+    """Train `model` on the short strings (COPY_STEPS steps) and score greedy copies of seen and longer lengths."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98))
+    loader = make_dataloader(short.train, src_vocab, tgt_vocab, batch_size=64, seed=seed)
+    step, epoch = 0, 0
+    while step < COPY_STEPS:
+        loader.batch_sampler.set_epoch(epoch)
+        for batch in loader:
+            for group in optimizer.param_groups:                     # linear warm-up, then constant
+                group["lr"] = 3e-3 * min(1.0, (step + 1) / 100)
+            loss = cross_entropy(model(batch.src, batch.tgt_in, batch.src_mask), batch.tgt_out, pad_id=0)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            step += 1
+            if step == COPY_STEPS:
+                break
+        epoch += 1
+    model.eval()
+    pairs = short.test + longer.test
+    src = torch.from_numpy(pad_sequences([src_vocab.encode(s) for s, _ in pairs]))   # (N, S)
+    with torch.no_grad():
+        predictions = [tgt_vocab.decode(row.tolist()) for row in greedy_decode(model, src, max_len=31)]
+    exact = np.array([p == t for p, (_, t) in zip(predictions, pairs)])
+    lengths = np.array([len(t) for _, t in pairs])
+    hits, totals = np.zeros(2 * TRAIN_MAX), np.zeros(2 * TRAIN_MAX)
+    for p, (_, t) in zip(predictions, pairs):
+        if len(t) > TRAIN_MAX:
+            for position, letter in enumerate(t):
+                totals[position] += 1
+                hits[position] += position < len(p) and p[position] == letter
+    letters = hits / np.maximum(totals, 1)
+    return {"exact_seen": float(exact[lengths <= TRAIN_MAX].mean()),
+            "exact_longer": float(exact[lengths > TRAIN_MAX].mean()),
+            "letters_pos9": float(letters[TRAIN_MAX]), "letters_pos10": float(letters[TRAIN_MAX + 1]),
+            "letters_pos11_16": float(letters[TRAIN_MAX + 2:].mean()),
+            "letters_by_position": [float(a) for a in letters]}
+
+
 def positions_run(seed: int) -> dict:
     """Exact copies of seen and of longer lengths, and the share of letters right at every output position
     of the strings longer than any training string."""
-    short = copy_task(n_train=4000, n_val=0, n_test=500, min_len=1, max_len=TRAIN_MAX, seed=0)
-    longer = copy_task(n_train=0, n_val=0, n_test=1000, min_len=TRAIN_MAX + 1, max_len=2 * TRAIN_MAX, seed=1)
-    src_vocab, tgt_vocab = short.build_vocabs()
+    short, longer, src_vocab, tgt_vocab = _copy_data()
+    return {positional: _train_and_score_copy(_copy_model(positional, src_vocab, tgt_vocab, seed), short, longer,
+                                              src_vocab, tgt_vocab, seed)
+            for positional in POSITIONAL_KINDS}
+
+
+RIGHT_SLOPE_FACTOR = 2      # the signed ALiBi control: keys right of the query get twice head m's slope
+
+
+def signed_alibi_bias(n_heads: int, n_queries: int, n_keys: int, offset: int = 0, device=None,
+                      dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """ALiBi with a sign: -rho_m (pos_q - pos_k) for a key on the left, -2 rho_m (pos_k - pos_q) for one on the
+    right (H, Tq, Tk). The decoder's causal mask hides every key on the right, so only the encoder changes."""
+    left = alibi_bias(n_heads, n_queries, n_keys, offset, device, dtype)           # (H, Tq, Tk): -rho_m |distance|
+    queries = torch.arange(offset, offset + n_queries, device=device)              # (Tq,)
+    right = torch.arange(n_keys, device=device)[None, :] > queries[:, None]        # (Tq, Tk): key after the query
+    return torch.where(right, RIGHT_SLOPE_FACTOR * left, left)                     # (H, Tq, Tk)
+
+
+def positions_controls_run(seed: int) -> dict:
+    """The two causes chapter 6 gives for RoPE's and ALiBi's weaker copies, separated: RoPE and ALiBi with the
+    sinusoids also added to the embeddings (absolute positions reach cross-attention), and ALiBi whose encoder
+    bias has a sign. Same data, sizes, steps and seeds as `positions_run`; the same initial weights as its RoPE
+    or ALiBi model (the sinusoids and the bias have no parameters)."""
+    short, longer, src_vocab, tgt_vocab = _copy_data()
     out = {}
-    for positional in POSITIONAL_KINDS:
-        config = ModelConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab), d_model=64, n_heads=4,
-                             d_ff=128, n_encoder_layers=1, n_decoder_layers=1, dropout=0.0, max_len=32,
-                             positional=positional)
-        set_seed(seed)
-        model = Transformer(config)
-        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98))
-        loader = make_dataloader(short.train, src_vocab, tgt_vocab, batch_size=64, seed=seed)
-        step, epoch = 0, 0
-        while step < COPY_STEPS:
-            loader.batch_sampler.set_epoch(epoch)
-            for batch in loader:
-                for group in optimizer.param_groups:                     # linear warm-up, then constant
-                    group["lr"] = 3e-3 * min(1.0, (step + 1) / 100)
-                loss = cross_entropy(model(batch.src, batch.tgt_in, batch.src_mask), batch.tgt_out, pad_id=0)
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                step += 1
-                if step == COPY_STEPS:
-                    break
-            epoch += 1
-        model.eval()
-        pairs = short.test + longer.test
-        src = torch.from_numpy(pad_sequences([src_vocab.encode(s) for s, _ in pairs]))   # (N, S)
-        with torch.no_grad():
-            predictions = [tgt_vocab.decode(row.tolist()) for row in greedy_decode(model, src, max_len=31)]
-        exact = np.array([p == t for p, (_, t) in zip(predictions, pairs)])
-        lengths = np.array([len(t) for _, t in pairs])
-        hits, totals = np.zeros(2 * TRAIN_MAX), np.zeros(2 * TRAIN_MAX)
-        for p, (_, t) in zip(predictions, pairs):
-            if len(t) > TRAIN_MAX:
-                for position, letter in enumerate(t):
-                    totals[position] += 1
-                    hits[position] += position < len(p) and p[position] == letter
-        letters = hits / np.maximum(totals, 1)
-        out[positional] = {"exact_seen": float(exact[lengths <= TRAIN_MAX].mean()),
-                           "exact_longer": float(exact[lengths > TRAIN_MAX].mean()),
-                           "letters_pos9": float(letters[TRAIN_MAX]), "letters_pos10": float(letters[TRAIN_MAX + 1]),
-                           "letters_pos11_16": float(letters[TRAIN_MAX + 2:].mean()),
-                           "letters_by_position": [float(a) for a in letters]}
+    for name, positional, added, signed in (("rope + sinusoidal", "rope", True, False),
+                                            ("alibi + sinusoidal", "alibi", True, False),
+                                            ("alibi, signed", "alibi", False, True)):
+        model = _copy_model(positional, src_vocab, tgt_vocab, seed)
+        if added:                                        # x + PE before the layers, as the sinusoidal model does
+            model.positions = SinusoidalPositions(model.config.d_model, model.config.max_len)
+        attention_module.alibi_bias = signed_alibi_bias if signed else alibi_bias   # the encoder's bias
+        try:
+            out[name] = _train_and_score_copy(model, short, longer, src_vocab, tgt_vocab, seed)
+        finally:
+            attention_module.alibi_bias = alibi_bias
     return out
 
 
@@ -348,7 +400,19 @@ def heads_run(seed: int) -> dict:
 
 
 EXPERIMENTS = {"attention": attention_run, "positions": positions_run, "stability": stability_run,
-               "heads": heads_run}
+               "heads": heads_run, "positions_controls": positions_controls_run}
+MERGED_INTO = {"positions_controls": ("positions", "controls")}   # written under a key of another experiment's file
+
+
+def _merge_results(name: str, key: str, argv: list[str], results: dict) -> Path:
+    """Add `results` (with command, date and machine) under `key` of transformer_course/results/<name>.json,
+    leaving every other entry of that file as it was."""
+    path = RESULTS / f"{name}.json"
+    payload = json.loads(path.read_text())
+    payload[key] = {"command": shlex.join(["python", "benchmarks/experiments.py", *argv]),
+                    "date": datetime.date.today().isoformat(), "machine": machine(), **results}
+    path.write_text(json.dumps(payload, indent=1) + "\n")
+    return path
 
 
 def _summarise(per_seed: dict[int, dict]) -> dict:
@@ -385,9 +449,13 @@ def main(argv: list[str] | None = None) -> int:
             per_seed[seed] = EXPERIMENTS[name](seed)
             seconds[seed] = time.perf_counter() - start
             print(f"{name} seed {seed}: {per_seed[seed]} ({seconds[seed]:.0f} s)", flush=True)
-        path = write_results(name, "experiments.py", [name, "--seeds", *map(str, args.seeds)],
-                             {"seeds": args.seeds, "per_seed": {str(s): r for s, r in per_seed.items()},
-                              "summary": _summarise(per_seed), "seconds_per_seed": seconds})
+        argv, results = [name, "--seeds", *map(str, args.seeds)], {
+            "seeds": args.seeds, "per_seed": {str(s): r for s, r in per_seed.items()},
+            "summary": _summarise(per_seed), "seconds_per_seed": seconds}
+        if name in MERGED_INTO:
+            path = _merge_results(*MERGED_INTO[name], argv, results)
+        else:
+            path = write_results(name, "experiments.py", argv, results)
         print(f"wrote {path}")
     return 0
 
