@@ -149,13 +149,17 @@ def test_encoder_and_decoder_layers():
     assert "H = 8 heads of $D_h$ = 64" in enc and "(B, S, 2048)" in enc and "(B, S, 512)" in enc
     assert "M_{\\mathrm{src}}" in enc and "cross" not in enc and "post-LN" in enc
     assert enc.count("Dropout, $P_{\\mathrm{drop}}$ = 0.1") == 2          # on each sublayer's output
+    qkv = ["$Q$", "$K$", "$V$"]                  # self-attention reads queries, keys and values from its input
+    assert [t for t in texts(diagrams.encoder_layer_diagram()) if t in qkv] == qkv
     dec = texts(diagrams.decoder_layer_diagram(ODD, norm_first=True))
     text = "\n".join(dec)
     assert "Masked multi-head self-attention" in text and "cross-attention" in text
-    assert "M_{\\mathrm{causal}}" in text and f"H = 3 heads of $D_h$ = {ODD_HEAD}" in text
+    assert "causal AND padding, (B, T, T)" in text and f"H = 3 heads of $D_h$ = {ODD_HEAD}" in text
     assert "(B, T, 200)" in text and "(B, S, 96)" in text and "pre-LN" in text
     assert dec.count("LayerNorm") == 3 and dec.count("+") == 3
     assert sum(t.startswith("Dropout") for t in dec) == 3
+    assert [t for t in dec if t in qkv] == qkv                       # self-attention only; cross-attention's text
+    assert not set(qkv) & set(texts(diagrams.transformer_diagram()))    # the compact layers have no fan
 
 
 def test_teacher_forcing_shifts_the_target_right():

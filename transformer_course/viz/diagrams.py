@@ -131,6 +131,7 @@ class _Step:
     height: float = 0.34
     name: str = ""
     width: float | None = None     # a box narrower than the stack's width (None: the stack's width)
+    gap: float | None = None       # the arrow's length below the element (None: the stack's gap)
 
 
 def _stack(ax, x, y, steps, width, gap=0.34, residual_dx=0.22, first_arrow=True, side=-1):
@@ -143,7 +144,7 @@ def _stack(ax, x, y, steps, width, gap=0.34, residual_dx=0.22, first_arrow=True,
         if step.kind == "branch":
             branch_y = cursor + gap / 2            # the residual leaves the next arrow halfway up
             continue
-        bottom = cursor + gap
+        bottom = cursor + (step.gap or gap)
         if first_arrow or index:
             _arrow(ax, (x, cursor), (x, bottom))
         if step.shape:                             # on the side away from the residual paths
@@ -432,6 +433,20 @@ def multi_head_attention_diagram(config: ModelConfig | None = None) -> Figure:
 
 
 # ------------------------------------------------------------------- 6 and 7. layers and the Transformer
+QKV_GAP = 0.64         # the arrow into a self-attention box: room above its shape label for the Q, K, V fan
+
+
+def _qkv_fan(ax, x, box, spread=0.7, rise=0.3):
+    """Three arrows into a self-attention box from one point of its input: queries, keys and values all come
+    from the same x."""
+    split = box[1] - rise
+    for dx, letter in ((-spread, "$Q$"), (0.0, "$K$"), (spread, "$V$")):
+        if dx:                       # the middle arrow is the stack's own
+            _arrow(ax, (x, split), (x + dx, box[1]))
+        _note(ax, x + dx + (0.06 if dx >= 0 else -0.06), box[1] - 0.1, letter, ha="left" if dx >= 0 else "right",
+              size=SHAPE_SIZE)
+
+
 def _layer_steps(kind: str, z: _Sizes, norm_first: bool, compact: bool) -> list[_Step]:
     """The sublayers of an encoder or decoder layer, bottom to top, each wrapped in its residual connection."""
     L = "S" if kind == "encoder" else "T"
@@ -440,7 +455,7 @@ def _layer_steps(kind: str, z: _Sizes, norm_first: bool, compact: bool) -> list[
         sublayers = [(f"Multi-head self-attention\n{heads}\nmask $M_{{\\mathrm{{src}}}}$: (B, 1, S)", FILL["attention"],
                       "attention")]
     else:
-        sublayers = [(f"Masked multi-head self-attention\n{heads}\nmask $M_{{\\mathrm{{causal}}}}$: (1, T, T)",
+        sublayers = [(f"Masked multi-head self-attention\n{heads}\nmask: causal AND padding, (B, T, T)",
                       FILL["attention"], "self"),
                      ("Multi-head cross-attention\nqueries from below; keys, values\nfrom the memory, "
                       "mask $M_{\\mathrm{src}}$", FILL["attention"], "cross")]
@@ -456,7 +471,8 @@ def _layer_steps(kind: str, z: _Sizes, norm_first: bool, compact: bool) -> list[
         steps.append(_Step("branch"))
         if norm_first:
             steps.append(_Step("box", "LayerNorm", FILL["norm"], stream, 0.28))
-        steps.append(_Step("box", text, fill, stream, height, name=name))
+        fan = QKV_GAP if not compact and name in ("attention", "self") else None
+        steps.append(_Step("box", text, fill, stream, height, name=name, gap=fan))
         if not compact:                # the wrapper's dropout, on the sublayer's output before the addition
             steps.append(_Step("box", f"Dropout, {z.drop}", FILL["io"], stream, 0.26, width=1.9))
         if norm_first or not compact:
@@ -479,7 +495,7 @@ def _layer_diagram(kind: str, config, norm_first) -> Figure:
     L = "S" if kind == "encoder" else "T"
     steps = _layer_steps(kind, z, norm_first, compact=False)
     height = 1.35 + sum(s.height if s.kind == "box" else 0.24 * (s.kind == "add") for s in steps) + \
-        0.34 * sum(s.kind != "branch" for s in steps)
+        sum(s.gap or 0.34 for s in steps if s.kind != "branch")
     fig, ax = _canvas(6.4, height + 0.3)                 # 0.3: the title's line above the legend
     x, w = 2.75, 3.0
     _note(ax, x, 0.25, f"input $x$ (layer $\\ell - 1$ or the embeddings): (B, {L}, {z.D})", size=9)
@@ -490,6 +506,7 @@ def _layer_diagram(kind: str, config, norm_first) -> Figure:
     _note(ax, x, top + 0.48, "to layer $\\ell + 1$", size=9)
     _note(ax, 0.1, height + 0.1, f"{kind} layer, {name}", ha="left", size=9, weight="bold")   # the title
     _note(ax, 0.1, height - 0.2, z.legend, ha="left", size=9)
+    _qkv_fan(ax, x, where["attention" if kind == "encoder" else "self"])
     if kind == "decoder":
         cross = where["cross"]
         y = (cross[1] + cross[3]) / 2
@@ -626,7 +643,7 @@ def kv_cache_diagram(config: ModelConfig | None = None, steps: int = 3) -> Figur
     x_shape = x_v + steps * cell + 0.35
     for t in range(1, steps + 1):
         y = 1.6 + (steps - t) * 0.75 - 0.1
-        reads = r"$\langle$bos$\rangle$" if t == 1 else f"$y_{t - 1}$"
+        reads = r"$\langle$bos$\rangle$" if t == 1 else f"$\\hat{{y}}_{t - 1}$"   # its own last output
         _note(ax, 0.1, y, f"step {t}", ha="left", size=9)
         _box(ax, x_read, y, 0.65, 0.36, reads, FILL["embed"], size=9)
         _arrow(ax, (x_read + 0.33, y), (x_k - 0.06, y))
