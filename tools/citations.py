@@ -1,0 +1,65 @@
+"""Which page cites which work: the references page's index by page, generated from the pages themselves.
+
+    python -m tools.citations            # write book/generated/citations_by_page.md (references.md includes it)
+    python -m tools.citations --check    # exit 1 when that file is not what the pages cite now (a test runs it)
+
+Every page of _toc.yml is read in order (markdown cells of notebooks, markdown pages); each {cite}, {cite:p} or
+{cite:t} key is listed under its page, in the order of first use, as {cite:t} so that each links to its entry.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+
+from .book import ROOT, cell_source, toc_docnames
+
+OUT = ROOT / "book" / "generated" / "citations_by_page.md"
+CITE = re.compile(r"\{cite(?::[pt])?\}`([\w.:-]+(?:\s*,\s*[\w.:-]+)*)`")   # keys only, comma-separated
+SKIP = {"book/references"}       # the page that includes the index
+
+
+def page_text(docname: str) -> str:
+    """The prose of one page: a notebook's markdown cells, or a markdown page."""
+    notebook = ROOT / f"{docname}.ipynb"
+    if notebook.exists():
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        return "\n".join(cell_source(c) for c in cells if c["cell_type"] == "markdown")
+    return (ROOT / f"{docname}.md").read_text(encoding="utf-8")
+
+
+def cited_keys(text: str) -> list[str]:
+    """The keys a text cites, each once, in the order of first use."""
+    keys = [key.strip() for match in CITE.finditer(text) for key in match.group(1).split(",")]
+    return list(dict.fromkeys(keys))
+
+
+def render() -> str:
+    lines = ["<!-- Written by `python -m tools.citations` from the pages of _toc.yml; do not edit by hand. -->", ""]
+    for docname in toc_docnames(ROOT):
+        keys = cited_keys(page_text(docname))
+        if docname in SKIP or not keys:
+            continue
+        page = docname.removeprefix("book/")
+        lines.append(f"- {{doc}}`{page}`: " + "; ".join(f"{{cite:t}}`{key}`" for key in keys) + ".")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help=f"exit 1 when {OUT.relative_to(ROOT)} is stale")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check:
+        stale = not OUT.exists() or OUT.read_text(encoding="utf-8") != text
+        print(f"{OUT.relative_to(ROOT)}: {'stale: run python -m tools.citations' if stale else 'up to date'}")
+        return int(stale)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(text, encoding="utf-8")
+    print(f"wrote {OUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
