@@ -4,7 +4,9 @@
     python -m tools.citations --check    # exit 1 when that file is not what the pages cite now (a test runs it)
 
 Every page of _toc.yml is read in order (markdown cells of notebooks, markdown pages); each {cite}, {cite:p} or
-{cite:t} key is listed under its page, in the order of first use, as {cite:t} so that each links to its entry.
+{cite:t} key is listed under its page, in the order of first use, as {cite:t} (so that each links to its entry)
+with the work's title from book/references.bib (author-year citations alone do not tell apart two papers of the
+same first author and year).
 """
 from __future__ import annotations
 
@@ -13,7 +15,10 @@ import json
 import re
 import sys
 
-from .book import ROOT, cell_source, toc_docnames
+from pybtex.database import parse_string
+from pybtex.richtext import Text
+
+from .book import ROOT, cell_source, load_config, toc_docnames
 
 OUT = ROOT / "book" / "generated" / "citations_by_page.md"
 CITE = re.compile(r"\{cite(?::[pt])?\}`([\w.:-]+(?:\s*,\s*[\w.:-]+)*)`")   # keys only, comma-separated
@@ -35,14 +40,24 @@ def cited_keys(text: str) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
+def titles() -> dict[str, str]:
+    """key -> the work's title, as plain text (braces and LaTeX accents rendered), from the book's .bib files."""
+    out = {}
+    for bibfile in load_config(ROOT).get("bibtex_bibfiles", []):
+        for key, entry in parse_string((ROOT / bibfile).read_text(encoding="utf-8"), "bibtex").entries.items():
+            out[key] = Text.from_latex(entry.fields.get("title", key)).render_as("text")
+    return out
+
+
 def render() -> str:
+    title = titles()
     lines = ["<!-- Written by `python -m tools.citations` from the pages of _toc.yml; do not edit by hand. -->", ""]
     for docname in toc_docnames(ROOT):
         keys = cited_keys(page_text(docname))
         if docname in SKIP or not keys:
             continue
         page = docname.removeprefix("book/")
-        lines.append(f"- {{doc}}`{page}`: " + "; ".join(f"{{cite:t}}`{key}`" for key in keys) + ".")
+        lines.append(f"- {{doc}}`{page}`: " + "; ".join(f"{{cite:t}}`{key}`, *{title[key]}*" for key in keys) + ".")
     return "\n".join(lines) + "\n"
 
 
