@@ -429,8 +429,17 @@ def next_word_logits(model, src_vocab, tgt_vocab, sentence: str, t: int):
     return logits, tgt_vocab.decode(out[0, :t].tolist()), tgt_vocab.decode(out[0].tolist())
 
 
+def _shipped_smoothing(model, label_smoothing):
+    """The label smoothing the figure draws: the one given, else the shipped model's (when no model is given)."""
+    if label_smoothing is None and model is None:
+        from ..training.checkpoint import pretrained_info
+
+        return pretrained_info("numbers-en-fr")["metadata"]["train_config"]["label_smoothing"]
+    return label_smoothing
+
+
 def _decoding_figure(sentence: str, logits, before, tgt_vocab, temperature: float, top_k: int | None,
-                     top_p: float | None, n_shown: int):
+                     top_p: float | None, n_shown: int, label_smoothing: float | None = None):
     from ..data.vocab import BOS_ID, PAD_ID
     from ..torch.decoding import sampling_probs
 
@@ -443,40 +452,73 @@ def _decoding_figure(sentence: str, logits, before, tgt_vocab, temperature: floa
     shaped = sampling_probs(logits, temperature, top_k, top_p, exclude=never).numpy()
     order = np.argsort(-model_p, kind="stable")[:n_shown]          # (n_shown,): the model's most probable first
     words = [tgt_vocab.id_to_token(int(i)) for i in order]
-    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    fig, (ax, log_ax) = plt.subplots(1, 2, figsize=(10.4, 3.6))
     ax.bar(range(n_shown), shaped[order], color="#1f77b4", label="distribution sampled from")
     ax.plot(range(n_shown), model_p[order], "_", color="black", ms=18, mew=2, label="the model's (τ = 1)")
     ax.set_xticks(range(n_shown), words, rotation=45, ha="right")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("probability of the next word")
-    ax.legend(loc="upper right")
     k_text = "off" if top_k is None else top_k
     p_text = "off" if top_p is None else f"{top_p:g}"
     ax.set_title(f"τ = {temperature:g}, k_top = {k_text}, p_top = {p_text}: "
                  f"{int((shaped > 0).sum())} of {V} tokens possible", fontsize=10)
+    # right: every drawable token on a log axis, ranked as top-k and top-p rank them (after τ, before the cuts)
+    measured = sampling_probs(logits, temperature, exclude=never).numpy()   # (V,): what top-k and top-p cut
+    ranked = np.argsort(-measured, kind="stable")[:V - len(never)]          # (V - 2,): most probable first
+    x = np.arange(1, len(ranked) + 1)                              # (V - 2,): rank from 1
+    drawn = shaped[ranked] > 0                                     # (V - 2,): kept by top-k and top-p
+    log_ax.plot(x[drawn], shaped[ranked][drawn], "o", color="#1f77b4", ms=4)
+    log_ax.plot(x, model_p[ranked], "_", color="black", ms=7, mew=1.5)
+    if label_smoothing:
+        log_ax.axhline(label_smoothing / V, color="grey", ls="--", lw=1,
+                       label=f"$\\varepsilon_{{\\mathrm{{ls}}}}/|\\mathcal{{V}}|$ = {label_smoothing:g}/{V}: "
+                             "label smoothing's target")
+    log_ax.set_yscale("log")
+    log_ax.set_ylim(1e-6, 1.5)
+    log_ax.yaxis.set_minor_locator(plt.NullLocator())              # decades only: minor ticks slow the drawing
+    log_ax.set_xlim(0, len(ranked) + 1)
+    log_ax.set_xlabel("drawable tokens, ranked after τ")
+    log_ax.set_ylabel("probability (log scale)")
+    mass = log_ax.twinx()                                          # the mass top-p measures, on a linear axis
+    mass.step(x, np.cumsum(measured[ranked]), where="mid", color="#ff7f0e", lw=1.2,
+              label="cumulative mass after τ (right axis)")
+    if top_p is not None:
+        mass.axhline(top_p, color="#ff7f0e", ls=":", lw=1.2, label="p_top")
+    mass.set_ylim(0, 1.05)
+    mass.set_ylabel("cumulative mass")
+    handles, labels = ax.get_legend_handles_labels()
+    for other in (log_ax, mass):
+        h, lab = other.get_legend_handles_labels()
+        handles, labels = handles + h, labels + lab
+    ax.legend(handles, labels, loc="upper right", fontsize=7)
     fig.suptitle(f"“{sentence}”: the word after “{before or '<bos>'}”", fontsize=10)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.07, right=0.93, bottom=0.22, top=0.84, wspace=0.22)   # tight_layout: 3 times slower
     return fig
 
 
 def decoding_figure(model, src_vocab, tgt_vocab, sentence: str = "three hundred and ninety-seven", t: int = 0,
                     temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
-                    n_shown: int = 10):
+                    n_shown: int = 10, label_smoothing: float | None = None):
     """The distribution sampling draws word `t` (from 0) from (chapter 8's sampling_probs, with <pad> and <bos>
     excluded as sample_decode excludes them), as bars over the n_shown words the model finds most probable,
-    with the model's own probabilities (tau = 1, no limits) as ticks.
+    with the model's own probabilities (tau = 1, no limits) as ticks. Right: every drawable token on a log axis,
+    with label smoothing's target for a wrong token, label_smoothing / V (drawn when given), and the cumulative
+    mass that top-p measures.
 
     top_k None (or the vocabulary size) and top_p None (or 1) mean no limit."""
     logits, before, _ = next_word_logits(model, src_vocab, tgt_vocab, sentence, t)
-    return _decoding_figure(sentence, logits, before, tgt_vocab, temperature, top_k, top_p, n_shown)
+    return _decoding_figure(sentence, logits, before, tgt_vocab, temperature, top_k, top_p, n_shown,
+                            label_smoothing)
 
 
 def decoding_widget(model=None, src_vocab=None, tgt_vocab=None, sentence: str = "three hundred and ninety-seven",
-                    t: int = 0):
+                    t: int = 0, label_smoothing: float | None = None):
     """Temperature, k_top and p_top on the shipped model's next-word distribution for one source and decoding
-    step t (from 0)."""
+    step t (from 0). label_smoothing: the model's, for the figure's floor line (None: the shipped model's when
+    no model is given, else no line)."""
     import ipywidgets as widgets
 
+    label_smoothing = _shipped_smoothing(model, label_smoothing)
     model, src_vocab, tgt_vocab = _default_model(model, src_vocab, tgt_vocab)
     logits, before, _ = next_word_logits(model, src_vocab, tgt_vocab, sentence, t)  # the model runs once
     V = logits.shape[-1]
@@ -486,14 +528,16 @@ def decoding_widget(model=None, src_vocab=None, tgt_vocab=None, sentence: str = 
         "top_p": widgets.FloatSlider(value=1.0, min=0.05, max=1.0, step=0.05, description="p_top"),  # 1: none
     }
     return _interactive(lambda temperature, top_k, top_p: _decoding_figure(sentence, logits, before, tgt_vocab,
-                                                                           temperature, top_k, top_p, 10),
+                                                                           temperature, top_k, top_p, 10,
+                                                                           label_smoothing),
                         controls)
 
 
 def decoding_flipbook(model=None, src_vocab=None, tgt_vocab=None, sentence: str = "three hundred and ninety-seven",
                       t: int = 0, temperatures=(0.5, 1.0, 2.0, 4.0), top_ks=(1, 3, None), top_ps=(0.5, 0.9, None),
-                      dpi: int = 78):
+                      dpi: int = 78, label_smoothing: float | None = None):
     """The decoding widget's flip book: every temperature, k_top and p_top given (None: no limit)."""
+    label_smoothing = _shipped_smoothing(model, label_smoothing)
     model, src_vocab, tgt_vocab = _default_model(model, src_vocab, tgt_vocab)
     logits, before, _ = next_word_logits(model, src_vocab, tgt_vocab, sentence, t)
     controls = [Control("temperature", "temperature τ", tuple(temperatures), default=1.0),
@@ -502,7 +546,10 @@ def decoding_flipbook(model=None, src_vocab=None, tgt_vocab=None, sentence: str 
                 Control("top_p", "p<sub>top</sub>", tuple(top_ps), default=None,
                         shown=tuple("off" if p is None else f"{p:g}" for p in top_ps))]
     return FlipBook(lambda temperature, top_k, top_p: _decoding_figure(sentence, logits, before, tgt_vocab,
-                                                                       temperature, top_k, top_p, 10),
+                                                                       temperature, top_k, top_p, 10,
+                                                                       label_smoothing),
                     controls, dpi=dpi, colours=16, name="decoding_figure",
-                    alt="bar chart of the probabilities of the ten words the model finds most likely next, "
-                        "after temperature, top-k and top-p, with the model's own probabilities as ticks")
+                    alt="left, bar chart of the probabilities of the ten words the model finds most likely "
+                        "next, after temperature, top-k and top-p, with the model's own probabilities as ticks; "
+                        "right, every drawable token on a log axis with label smoothing's target as a dashed "
+                        "line and the cumulative mass as a step line")
