@@ -22,7 +22,7 @@ def residual(x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor], 
     """`sublayer(h) -> out` is the wrapped sublayer, `norm` its LayerNorm, `dropout` the probability of
     dropping an entry of its output while training. Returns out (B, T, D).
 
-    Pre-LN (tensor2tensor; Baevski & Auli 2018; Wang et al. 2019; GPT-2; analysed by Xiong et al. 2020) keeps
+    Pre-LN (tensor2tensor; Baevski & Auli 2019; Wang et al. 2019; GPT-2; analysed by Xiong et al. 2020) keeps
     an un-normalised residual path, which trains without warm-up; the stack then needs a final LayerNorm
     (Encoder / Decoder add it).
     """
