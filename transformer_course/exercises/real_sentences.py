@@ -73,7 +73,7 @@ def chrf_hints() -> list[tuple[np.ndarray, str]]:
          "says space:no), so 'a cat' gives the bigrams 'ac', 'ca', 'at'."),
         (_table(beta=1.0),
          "your F-score weighs precision and recall equally (beta = 1). chrF uses beta = 2, which weighs recall "
-         "twice as much: 100 * 5 * P * R / (4 * P + R)."),
+         "twice as much: 100 * 5 * prec * rec / (4 * prec + rec)."),
         (_table(clip=False),
          "your matches are not clipped: an n-gram of the hypothesis matches at most as often as it occurs in the "
          "reference (sum min(count in hypothesis, count in reference)), so 'the the the' does not get three "
