@@ -77,7 +77,7 @@ def test_each_mistake_gets_its_hint(fn, hint):
 
 
 def test_concatenated_layout_passes_with_a_note(capsys):
-    """All sines then all cosines (tensor2tensor, fairseq) is a fixed permutation of the columns: accepted."""
+    """All sines then all cosines (tensor2tensor's and fairseq's layout) is a column permutation: accepted."""
     assert check_sinusoidal_encoding(halves) is True
     out = capsys.readouterr().out
     assert "✔ Correct" in out and "interleaves" in out

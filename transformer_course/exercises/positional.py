@@ -6,8 +6,9 @@ the usual mistakes: the exponent doubled (2i where i already steps by two), sine
 positions counted from 1, an odd d_model that crashes, and (for the rotation) the matrix written for column
 vectors (which shifts by -delta), one angle for all, or the offset's sign dropped (|delta| shifts a negative
 offset the wrong way, so one offset of the check is negative). All the sines followed by all the cosines is not a
-mistake: tensor2tensor and fairseq use that layout; it is a fixed permutation of the columns, which changes
-nothing a model can learn, so it is accepted (with a note that the paper interleaves them).
+mistake: with the paper's frequencies it is a fixed permutation of the columns, which changes nothing a model
+can learn, so it is accepted (with a note that the paper interleaves them). tensor2tensor and fairseq store
+that layout, with slightly different frequencies, 10000^(-i / (d/2 - 1)).
 """
 from __future__ import annotations
 
@@ -101,7 +102,7 @@ def check_sinusoidal_encoding(fn) -> None:
     """Check `fn(max_len, d_model) -> (max_len, d_model)` against the paper's formula, even and odd d_model.
 
     Both column layouts pass: interleaved (the paper: column 2i sin, 2i + 1 cos) and concatenated (all sines,
-    then all cosines, as tensor2tensor and fairseq store them), provided one layout is used for every size.
+    then all cosines, the layout of tensor2tensor and fairseq), provided one layout is used for every size.
     """
     layouts = set()
     for max_len, d_model in ((12, 8), (50, 16), (7, 5)):
@@ -117,8 +118,9 @@ def check_sinusoidal_encoding(fn) -> None:
                             "halves for others: pick one layout for every d_model.")
     if layouts == {"concatenated"}:
         passed("the right values, with all the sines first and then all the cosines (the layout of "
-               "tensor2tensor and fairseq). That is a fixed permutation of the columns, so a model learns the "
-               "same things from it; the paper interleaves them, column 2i sin and 2i+1 cos.")
+               "tensor2tensor and fairseq, whose frequencies also differ slightly). That is a fixed permutation "
+               "of the columns, so a model learns the same things from it; the paper interleaves them, column "
+               "2i sin and 2i+1 cos.")
         return
     passed("PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(...), for even and odd d_model.")
 
