@@ -148,7 +148,7 @@ def check_beam_score(fn):
         ]
         hints = [(w, e) for w, e in hints if e]
         compare_arrays(got, expected, f"your scores (alpha = {alpha})", hints=hints)
-    passed("score(Y) = log P(Y) / ((5 + |Y|) / 6) ** alpha; with alpha = 0 it is the plain log probability.")
+    passed("score(Y) = log p(Y) / ((5 + |Y|) / 6) ** alpha; with alpha = 0 it is the plain log probability.")
 
 
 def _top_p(probs, p, include_crossing=True, strict=False, renormalise=True, descending=True):

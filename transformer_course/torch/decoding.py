@@ -26,7 +26,7 @@ __all__ = ["length_penalty", "greedy_decode", "beam_search", "sampling_probs", "
 
 def length_penalty(length: int, alpha: float) -> float:
     """GNMT's lp(Y) = ((5 + |Y|) / 6)^alpha (Wu et al. 2016; alpha is the book's lambda); scores are
-    log P(Y) / lp(Y)."""
+    log p(Y) / lp(Y)."""
     return ((5.0 + length) / 6.0) ** alpha
 
 

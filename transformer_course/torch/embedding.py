@@ -54,5 +54,5 @@ class Embedding(nn.Module):
 
 def output_projection(y: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
     """logits = y W^T with W (V, D): an untied W_out (nn.Linear's layout) or, with tying, the embedding E; no bias."""
-    logits = F.linear(y, W)                              # (B, T, D) @ (D, V) -> (B, T, V)
+    logits = F.linear(y, W)                              # (B, T, D) @ W^T with W (V, D) -> (B, T, V)
     return logits
