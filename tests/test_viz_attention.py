@@ -30,3 +30,13 @@ def test_plot_attention_heads_draws_one_panel_per_head():
     assert len(panels) == 5
     with pytest.raises(ValueError, match=r"expected \(H, T_q, T_k\)"):
         plot_attention_heads(np.zeros((3, 4)))
+
+
+def test_plot_attention_heads_colorbar_is_optional_shared_and_fixed_at_0_to_1():
+    weights = np.random.default_rng(0).random((5, 3, 4)) * 0.5          # the data never reach 1
+    assert len(plot_attention_heads(weights, ncols=4).axes) == 8          # default: panels only, no bar
+    fig = plot_attention_heads(weights, ncols=4, colorbar=True)
+    bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+    assert len(fig.axes) == 9 and len(bars) == 1                          # one bar for all the panels
+    assert bars[0].get_ylim() == (0.0, 1.0)
+    assert all(ax.images[0].get_clim() == (0.0, 1.0) for ax in fig.axes if ax.images)

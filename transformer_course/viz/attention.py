@@ -55,9 +55,10 @@ def plot_attention(weights, key_labels=None, query_labels=None, ax=None, title=N
     return ax
 
 
-def plot_attention_heads(weights, key_labels=None, query_labels=None, titles=None, ncols=4, size=2.6):
+def plot_attention_heads(weights, key_labels=None, query_labels=None, titles=None, ncols=4, size=2.6,
+                         colorbar: bool = False):
     """Draw a (H, T_q, T_k) stack of attention maps side by side (one per head, titled "head 1" to "head H");
-    returns the figure."""
+    returns the figure. `colorbar=True` adds one colour bar for all panels, which share the scale 0 to 1."""
     weights = to_numpy(weights).astype(np.float64)
     if weights.ndim != 3:
         raise ValueError(f"weights: expected (H, T_q, T_k), got shape {weights.shape}")
@@ -76,4 +77,6 @@ def plot_attention_heads(weights, key_labels=None, query_labels=None, titles=Non
             ax.set_ylabel("")
             ax.set_yticklabels([])
     fig.tight_layout()
+    if colorbar:                       # every panel is drawn with vmin 0 and vmax 1, so one bar serves them all
+        fig.colorbar(axes.flat[0].images[0], ax=axes.ravel().tolist(), fraction=0.02, pad=0.02)
     return fig
