@@ -5,6 +5,7 @@ import pytest
 from transformer_course.exercises import ExerciseError
 from transformer_course.exercises.backprop import (
     check_attention_backward,
+    check_label_smoothing_backward,
     check_layernorm_backward,
     check_softmax_backward,
 )
@@ -230,3 +231,120 @@ def test_attention_learner_cannot_spoil_inputs():
 
     assert check_attention_backward(in_place) is True
 
+
+
+# ------------------------------------------------------------------------ label-smoothed cross-entropy backward
+def good_label_smoothing_backward(logits, targets, eps_ls, pad_id):
+    V = logits.shape[-1]
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)                                          # (B, T, V)
+    q = (1 - eps_ls) * np.eye(V)[targets] + eps_ls / V                     # (B, T, V)
+    keep = (targets != pad_id)[..., None]                                  # (B, T, 1)
+    return (p - q) * keep / keep.sum()
+
+
+def _ls_variant(smooth="V", zero_pad=True, denom="real", sign=1.0, axis=-1, pad_is_zero=False):
+    def fn(logits, targets, eps_ls, pad_id):
+        B, T, V = logits.shape
+        p = np.exp(logits - logits.max(axis, keepdims=True))
+        p /= p.sum(axis, keepdims=True)
+        one_hot = np.eye(V)[targets]
+        q = {"V": (1 - eps_ls) * one_hot + eps_ls / V,
+             "V-1": np.where(one_hot == 1, 1 - eps_ls, eps_ls / (V - 1)),
+             "off-target": np.where(one_hot == 1, 1 - eps_ls, eps_ls / V),
+             "none": one_hot}[smooth]
+        keep = targets != (0 if pad_is_zero else pad_id)
+        n = {"real": keep.sum(), "all": B * T, "none": 1}[denom]
+        grad = sign * (p - q) / n
+        return grad * keep[..., None] if zero_pad else grad
+    return fn
+
+
+def test_label_smoothing_reference_passes(capsys):
+    assert check_label_smoothing_backward(good_label_smoothing_backward) is True
+    assert "✔ Correct" in capsys.readouterr().out
+    assert check_label_smoothing_backward(_ls_variant()) is True
+
+
+def test_label_smoothing_package_backward_passes():
+    from transformer_course.numpy import cross_entropy_backward, cross_entropy_forward
+
+    def package(logits, targets, eps_ls, pad_id):
+        _, cache = cross_entropy_forward(logits, targets, pad_id, eps_ls)
+        return cross_entropy_backward(1.0, cache)
+
+    assert check_label_smoothing_backward(package) is True
+
+
+def test_label_smoothing_torch_autograd_passes():
+    torch = pytest.importorskip("torch")
+
+    def autograd(logits, targets, eps_ls, pad_id):
+        z = torch.tensor(logits, requires_grad=True)
+        loss = torch.nn.functional.cross_entropy(z.reshape(-1, z.shape[-1]), torch.tensor(targets).reshape(-1),
+                                                 ignore_index=pad_id, label_smoothing=eps_ls)
+        loss.backward()
+        return z.grad
+
+    assert check_label_smoothing_backward(autograd) is True
+
+
+def test_label_smoothing_stub_is_not_attempted(capsys):
+    def stub(logits, targets, eps_ls, pad_id):
+        raise NotImplementedError
+
+    assert check_label_smoothing_backward(stub) is False
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def _ls_off_by(amount):
+    def fn(logits, targets, eps_ls, pad_id):
+        return good_label_smoothing_backward(logits, targets, eps_ls, pad_id) * (1 + amount)
+    return fn
+
+
+def _ls_row_shift(logits, targets, eps_ls, pad_id):
+    return good_label_smoothing_backward(logits, targets, eps_ls, pad_id) + (targets != pad_id)[..., None] * 0.01
+
+
+def _ls_pad_leak(logits, targets, eps_ls, pad_id):
+    return good_label_smoothing_backward(logits, targets, eps_ls, pad_id) + (targets == pad_id)[..., None] * 0.01
+
+
+def _ls_hardcoded_input_one(logits, targets, eps_ls, pad_id):
+    """Right on the first input only: the second input (eps_ls=0.2, pad_id=3) must catch it."""
+    return good_label_smoothing_backward(logits, targets, 0.1, 0)
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (_ls_variant(smooth="none"), "one-hot target: eps_ls was ignored"),
+    (_ls_variant(smooth="V-1"), "V - 1 wrong classes"),
+    (_ls_variant(smooth="off-target"), "target class also receives its share"),
+    (_ls_variant(sign=-1.0), "sign is flipped"),
+    (_ls_variant(zero_pad=False), "rows of padded positions must be 0: they do not enter"),
+    (_ls_variant(zero_pad=False, denom="all"), "averaged over all B . T positions"),
+    (_ls_variant(denom="all"), "divided by all B . T positions"),
+    (_ls_variant(denom="none"), "division by n_tok is missing"),
+    (_ls_variant(axis=-2), "axis -2"),
+    (_ls_variant(axis=0), "axis 0"),
+    (_ls_variant(pad_is_zero=True), "input 2 .*padding was taken to be id 0"),
+    (_ls_pad_leak, "rows of padded positions must be 0, but one entry is 0.01"),
+    (_ls_row_shift, "each real row should sum to 0"),
+    (_ls_off_by(0.05), "25 of 30 values differ"),
+    (_ls_hardcoded_input_one, "input 2"),
+    (lambda z, y, e, p: good_label_smoothing_backward(z, y, e, p)[..., 0], "has 2 axes"),
+    (lambda z, y, e, p: None, "forget to `return`"),
+])
+def test_label_smoothing_mistakes_get_their_hint(fn, hint):
+    with pytest.raises(ExerciseError, match=hint.replace("`", ".")):
+        check_label_smoothing_backward(fn)
+
+
+def test_label_smoothing_learner_cannot_spoil_inputs():
+    def in_place(logits, targets, eps_ls, pad_id):
+        result = good_label_smoothing_backward(logits, targets, eps_ls, pad_id)
+        logits[...] = 0.0
+        targets[...] = pad_id
+        return result
+
+    assert check_label_smoothing_backward(in_place) is True

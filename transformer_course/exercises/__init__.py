@@ -7,7 +7,12 @@ AssertionError) with a hint naming the axis, the place or the likely mistake oth
 """
 from ._feedback import ExerciseError
 from .attention_history import check_layer_complexity, check_rnn_encoder
-from .backprop import check_attention_backward, check_layernorm_backward, check_softmax_backward
+from .backprop import (
+    check_attention_backward,
+    check_label_smoothing_backward,
+    check_layernorm_backward,
+    check_softmax_backward,
+)
 from .bahdanau import check_additive_attention
 from .decoder import check_beam_score, check_greedy_decode, check_top_p_filter
 from .encoder import check_feed_forward, check_layer_norm
@@ -24,4 +29,5 @@ __all__ = ["ExerciseError", "check_rnn_encoder", "check_layer_complexity", "chec
            "check_sinusoidal_encoding", "check_shift_matrix", "check_layer_norm", "check_feed_forward",
            "check_greedy_decode", "check_beam_score", "check_top_p_filter",
            "check_softmax_backward", "check_layernorm_backward", "check_attention_backward",
+           "check_label_smoothing_backward",
            "check_noam_lr", "check_label_smoothing_targets", "check_sentence_chrf"]

@@ -1,5 +1,5 @@
-"""Checks for appendix A (backpropagation by hand): the backward passes of softmax, of LayerNorm and of masked
-scaled dot-product attention.
+"""Checks for appendix A (backpropagation by hand): the backward passes of softmax, of LayerNorm, of masked
+scaled dot-product attention and of label-smoothed cross-entropy.
 
 Each check calls the learner's function on small fixed float64 inputs, compares it with a reference written
 out here (not the package's, which the appendix is teaching), and recognises the usual mistakes: a missing
@@ -25,7 +25,8 @@ from ._feedback import (
     split_arrays,
 )
 
-__all__ = ["check_softmax_backward", "check_layernorm_backward", "check_attention_backward"]
+__all__ = ["check_softmax_backward", "check_layernorm_backward", "check_attention_backward",
+           "check_label_smoothing_backward"]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -285,3 +286,108 @@ def check_attention_backward(fn):
         compare_arrays(got[i], expected[i], name, atol=1e-8, rtol=1e-6)
     return passed("dv = A^T dout, dA = dout v^T, the softmax backward, then dq = dZ k / sqrt(Dh) and "
                   "dk = dZ^T q / sqrt(Dh); masked keys get no gradient.")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# cross-entropy with label smoothing
+# ----------------------------------------------------------------------------------------------------------
+def _label_smoothing_backward(logits, targets, eps_ls, pad_id, smooth="V", zero_pad=True, denom="real",
+                              sign=1.0, axis=-1, mask_pad_id=None):
+    """dlogits of the mean over real tokens of -sum_w q_ls(w) log p_w, q_ls = (1 - eps_ls) [w = y] + eps_ls / V.
+
+    The keywords produce the common mistakes: smooth="none" (one-hot), "V-1" (eps_ls over the V - 1 wrong
+    classes), "off-target" (eps_ls / V only off the target, so q_ls sums to 1 - eps_ls / V); denom "all"
+    (B * T) or "none"; zero_pad=False; sign=-1; axis (the softmax's); mask_pad_id (padding taken to be that id).
+    """
+    B, T, V = logits.shape
+    p = softmax(logits, axis=axis)                                           # (B, T, V)
+    one_hot = np.eye(V)[targets]                                             # (B, T, V)
+    if smooth == "V":
+        q = (1.0 - eps_ls) * one_hot + eps_ls / V
+    elif smooth == "V-1":
+        q = (1.0 - eps_ls) * one_hot + eps_ls / (V - 1) * (1.0 - one_hot)
+    elif smooth == "off-target":
+        q = (1.0 - eps_ls) * one_hot + eps_ls / V * (1.0 - one_hot)
+    else:
+        q = one_hot
+    keep = targets != (pad_id if mask_pad_id is None else mask_pad_id)       # (B, T)
+    n = {"real": max(int(keep.sum()), 1), "all": B * T, "none": 1}[denom]
+    grad = sign * (p - q) / n                                                # (B, T, V)
+    return grad * keep[..., None] if zero_pad else grad
+
+
+_LABEL_SMOOTHING_MISTAKES = [
+    (dict(smooth="none"),
+     "this is the gradient for a one-hot target: eps_ls was ignored. The target is q_ls = (1 - eps_ls) on the "
+     "correct class plus eps_ls / V on every class, so dlogits = (p - q_ls) / n_tok."),
+    (dict(smooth="V-1"),
+     "you spread eps_ls over the V - 1 wrong classes. This package (like PyTorch) spreads it over all V classes, "
+     "the correct one included: q_ls = 1 - eps_ls + eps_ls / V on the target, eps_ls / V elsewhere."),
+    (dict(smooth="off-target"),
+     "the target class also receives its share eps_ls / V: q_ls = 1 - eps_ls + eps_ls / V there, so that q_ls "
+     "sums to 1."),
+    (dict(sign=-1.0),
+     "the sign is flipped: dlogits = (p - q_ls) / n_tok, probabilities minus targets (the target's logit must go "
+     "up to lower the loss, so its gradient is negative)."),
+    (dict(zero_pad=False, denom="all"),
+     "padding took part: you averaged over all B * T positions. Padded positions are not in the loss: zero "
+     "their rows and divide by n_tok, the number of real (non-pad) targets."),
+    (dict(zero_pad=False),
+     "the rows of padded positions must be 0: they do not enter the loss. Multiply by (targets != pad_id)."),
+    (dict(denom="all"),
+     "you divided by all B * T positions; the loss is the mean over the n_tok real (non-pad) targets, so "
+     "divide by n_tok = (targets != pad_id).sum()."),
+    (dict(denom="none"),
+     "the division by n_tok is missing: the loss is a MEAN over the n_tok real targets, so every row of "
+     "dlogits is divided by n_tok."),
+    (dict(axis=-2),
+     "the softmax ran over axis -2 (the positions T); p is a distribution over the vocabulary, the LAST axis."),
+    (dict(axis=0),
+     "the softmax ran over axis 0 (the batch); p is a distribution over the vocabulary, the LAST axis."),
+    (dict(mask_pad_id=0),
+     "padding was taken to be id 0; use the argument pad_id (here it is not 0, and id 0 is a real token)."),
+]
+
+
+@exercise_check
+def check_label_smoothing_backward(fn):
+    """Check `fn(logits, targets, eps_ls, pad_id) -> dlogits` for the label-smoothed cross-entropy.
+
+    The loss is the mean over the n_tok real targets (targets != pad_id) of -sum_w q_ls(w) log softmax(logits)_w,
+    with q_ls = 1 - eps_ls + eps_ls / V on the target and eps_ls / V on every other class. logits: (B, T, V)
+    floats; targets: (B, T) ints; dlogits: (B, T, V). Two inputs of different sizes are checked.
+    """
+    rng = np.random.default_rng(2015)
+    cases = []
+    for B, T, V, eps_ls, pad_id in ((2, 3, 5, 0.1, 0), (3, 4, 7, 0.2, 3)):   # T != V: a wrong axis fails
+        logits = rng.normal(size=(B, T, V)) * 2.0                            # (B, T, V)
+        targets = rng.integers(0, V, size=(B, T))                            # (B, T)
+        targets[targets == pad_id] = (pad_id + 1) % V                        # no accidental padding ...
+        targets[0, 0] = 0 if pad_id else 1                                   # (id 0 is real when pad_id != 0)
+        targets[1, T - 1:] = pad_id                                          # ... only at the end of sequence 1
+        if B > 2:
+            targets[2, T - 2:] = pad_id                                      # and of sequence 2
+        cases.append((logits, targets, eps_ls, pad_id))
+    for n, (logits, targets, eps_ls, pad_id) in enumerate(cases):
+        B, T, V = logits.shape
+        where = (f"on input {n + 1} (B={B}, T={T}, V={V}, eps_ls={eps_ls}, pad_id={pad_id}, "
+                 f"n_tok={int((targets != pad_id).sum())})")
+        got = as_numpy(call_learner(fn, logits, targets, eps_ls, pad_id), "dlogits")
+        expected = _label_smoothing_backward(logits, targets, eps_ls, pad_id)
+        if got.shape == expected.shape and not np.allclose(got, expected, atol=1e-10):
+            for kw, why in _LABEL_SMOOTHING_MISTAKES:
+                wrong = _label_smoothing_backward(logits, targets, eps_ls, pad_id, **kw)
+                if not np.allclose(wrong, expected, atol=1e-10) and np.allclose(got, wrong, atol=1e-10):
+                    raise ExerciseError(f"dlogits is not right yet {where}: {why}")
+            keep = targets != pad_id
+            pad_rows = np.abs(got[~keep]).max()
+            if pad_rows > 0:
+                raise ExerciseError(f"dlogits is not right yet {where}: the rows of padded positions must be 0, "
+                                    f"but one entry is {pad_rows:.3g}.")
+            row_sums = np.abs(got[keep].sum(-1)).max()
+            if row_sums > 1e-10:
+                raise ExerciseError(f"dlogits is not right yet {where}: each real row should sum to 0 (p and q_ls "
+                                    f"both sum to 1), but the largest |row sum| is {row_sums:.3g}.")
+        compare_arrays(got, expected, f"dlogits {where}", atol=1e-10, rtol=1e-7)
+    return passed("dlogits = (softmax(logits) - q_ls) / n_tok at real targets and 0 at padding, with "
+                  "q_ls = (1 - eps_ls) one_hot + eps_ls / V.")
