@@ -450,7 +450,8 @@ def _decoding_figure(sentence: str, logits, before, tgt_vocab, temperature: floa
     model_p = sampling_probs(logits).numpy()                       # (V,): tau = 1, no limits
     # (V,): as sample_decode draws, <pad> and <bos> excluded
     shaped = sampling_probs(logits, temperature, top_k, top_p, exclude=never).numpy()
-    order = np.argsort(-model_p, kind="stable")[:n_shown]          # (n_shown,): the model's most probable first
+    drawable_p = np.where(np.isin(np.arange(V), never), -1.0, model_p)   # (V,): never-drawn tokens ranked last
+    order = np.argsort(-drawable_p, kind="stable")[:n_shown]       # (n_shown,): the model's most probable first
     words = [tgt_vocab.id_to_token(int(i)) for i in order]
     fig, (ax, log_ax) = plt.subplots(1, 2, figsize=(10.4, 3.6))
     ax.bar(range(n_shown), shaped[order], color="#1f77b4", label="distribution sampled from")
@@ -467,7 +468,7 @@ def _decoding_figure(sentence: str, logits, before, tgt_vocab, temperature: floa
     ranked = np.argsort(-measured, kind="stable")[:V - len(never)]          # (V - 2,): most probable first
     x = np.arange(1, len(ranked) + 1)                              # (V - 2,): rank from 1
     drawn = shaped[ranked] > 0                                     # (V - 2,): kept by top-k and top-p
-    log_ax.plot(x[drawn], shaped[ranked][drawn], "o", color="#1f77b4", ms=4)
+    log_ax.plot(x[drawn], shaped[ranked][drawn], "o", color="#1f77b4", ms=5, mfc="none")   # hollow: dashes show
     log_ax.plot(x, model_p[ranked], "_", color="black", ms=7, mew=1.5)
     if label_smoothing:
         log_ax.axhline(label_smoothing / V, color="grey", ls="--", lw=1,
