@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .book import ROOT, cell_source
+from .book import ROOT, cell_source, write_or_check
 from .colab import build_site
 from .course_colab import colab_path
 from .slides import deck, visible_words
@@ -200,15 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help=f"exit 1 when {OUT.relative_to(ROOT)} is stale")
     args = parser.parse_args(argv)
     text, slack = render(chapters())
-    if args.check:
-        stale = not OUT.exists() or OUT.read_text(encoding="utf-8") != text
-        print(f"{OUT.relative_to(ROOT)}: {'stale: run python -m tools.agenda' if stale else 'up to date'}")
-        return int(stale)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text, encoding="utf-8")
-    slacks = ", ".join(f"{day} {minutes} min" for day, minutes in slack.items())
-    print(f"wrote {OUT.relative_to(ROOT)}; slack: {slacks}")
-    return 0
+    status = write_or_check(OUT, text, "python -m tools.agenda", args.check)
+    print("slack: " + ", ".join(f"{day} {minutes} min" for day, minutes in slack.items()))
+    return status
 
 
 if __name__ == "__main__":

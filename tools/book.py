@@ -92,6 +92,19 @@ def config_without_solutions(root: Path = ROOT) -> str:
     return yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
 
 
+def write_or_check(out: Path, text: str, command: str, check: bool) -> int:
+    """A generated file's two modes: write `text` to `out`, or (check) exit status 1 when `out` is not `text`,
+    saying which command writes it."""
+    if check:
+        stale = not out.exists() or out.read_text(encoding="utf-8") != text
+        print(f"{out.relative_to(ROOT)}: {f'stale: run {command}' if stale else 'up to date'}")
+        return int(stale)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    print(f"wrote {out.relative_to(ROOT)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--without-solutions", type=Path, required=True, metavar="FILE",

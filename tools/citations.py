@@ -18,7 +18,7 @@ import sys
 from pybtex.database import parse_string
 from pybtex.richtext import Text
 
-from .book import ROOT, cell_source, load_config, toc_docnames
+from .book import ROOT, cell_source, load_config, toc_docnames, write_or_check
 
 OUT = ROOT / "book" / "generated" / "citations_by_page.md"
 CITE = re.compile(r"\{cite(?::[pt])?\}`([\w.:-]+(?:\s*,\s*[\w.:-]+)*)`")   # keys only, comma-separated
@@ -65,15 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help=f"exit 1 when {OUT.relative_to(ROOT)} is stale")
     args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        stale = not OUT.exists() or OUT.read_text(encoding="utf-8") != text
-        print(f"{OUT.relative_to(ROOT)}: {'stale: run python -m tools.citations' if stale else 'up to date'}")
-        return int(stale)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT.relative_to(ROOT)}")
-    return 0
+    return write_or_check(OUT, render(), "python -m tools.citations", args.check)
 
 
 if __name__ == "__main__":
