@@ -20,3 +20,27 @@ def test_every_page_that_cites_is_listed():
     for docname in citations.toc_docnames(citations.ROOT):
         if docname not in citations.SKIP and citations.cited_keys(citations.page_text(docname)):
             assert f"{{doc}}`{docname.removeprefix('book/')}`" in text, docname
+
+
+BIB = r"""
+@article{one, author = {Ada Lovelace}, title = {Notes}, year = {1843}}
+@article{two, author = {Sepp Hochreiter and J{\"u}rgen Schmidhuber}, title = {Long Short-Term Memory}, year = {1997}}
+@article{von, author = {Bart van Merri{\"e}nboer and A. B and C. D}, title = {Blocks}, year = {2015}}
+@article{first, author = {Kyunghyun Cho and A. B and C. D}, title = {Alpha}, year = {2014}}
+@article{second, author = {Kyunghyun Cho and E. F and G. H}, title = {Beta}, year = {2014}}
+@misc{nobody, title = {Tensor {Processing}}, year = {2020}}
+"""
+
+
+def test_labels_are_author_year_and_tell_apart_two_works_of_one_first_author_and_year():
+    from pybtex.database import parse_string
+
+    from tools.course_bibliography import AuthorYearLabelStyle, label_for
+
+    entries = parse_string(BIB, "bibtex").entries
+    assert [label_for(entries[key]) for key in ("one", "two", "von", "nobody")] == [
+        "Lovelace, 1843", "Hochreiter and Schmidhuber, 1997", "van Merriënboer et al., 2015",
+        "Tensor Processing, 2020"]
+    # in list order: the first listed of two equal labels gets "a"
+    labels = list(AuthorYearLabelStyle().format_labels([entries["first"], entries["one"], entries["second"]]))
+    assert labels == ["Cho et al., 2014a", "Lovelace, 1843", "Cho et al., 2014b"]

@@ -4,9 +4,8 @@
     python -m tools.citations --check    # exit 1 when that file is not what the pages cite now (a test runs it)
 
 Every page of _toc.yml is read in order (markdown cells of notebooks, markdown pages); each {cite}, {cite:p} or
-{cite:t} key is listed under its page, in the order of first use, as {cite:t} (so that each links to its entry)
-with the work's title from book/references.bib (author-year citations alone do not tell apart two papers of the
-same first author and year).
+{cite:t} key is listed under its page, in the order of first use, as {cite:p} (its label, the same as in the text
+and the list, linking to its entry) with the work's title from book/references.bib.
 """
 from __future__ import annotations
 
@@ -57,7 +56,7 @@ def render() -> str:
         if docname in SKIP or not keys:
             continue
         page = docname.removeprefix("book/")
-        lines.append(f"- {{doc}}`{page}`: " + "; ".join(f"{{cite:t}}`{key}`, *{title[key]}*" for key in keys) + ".")
+        lines.append(f"- {{doc}}`{page}`: " + "; ".join(f"{{cite:p}}`{key}` *{title[key]}*" for key in keys) + ".")
     return "\n".join(lines) + "\n"
 
 
