@@ -8,6 +8,7 @@ from transformer_course.exercises.backprop import (
     check_label_smoothing_backward,
     check_layernorm_backward,
     check_softmax_backward,
+    check_softmax_walk,
 )
 
 
@@ -348,3 +349,105 @@ def test_label_smoothing_learner_cannot_spoil_inputs():
         return result
 
     assert check_label_smoothing_backward(in_place) is True
+
+
+# ---------------------------------------------------------------------------------------- softmax, primitive walk
+def _walk(dr_fn=None, ds_fn=None, de_fn=None, dz_fn=None, dm_fn=None, dx_fn=None, drop=None):
+    """The correct walk; each *_fn(locals) replaces one line with a mistake, `drop` leaves a key out."""
+    def fn(dout, x):
+        m = x.max(axis=-1, keepdims=True)
+        z = x - m
+        e = np.exp(z)
+        s = e.sum(axis=-1, keepdims=True)
+        r = 1 / s
+        v = dict(dout=dout, x=x, m=m, z=z, e=e, s=s, r=r)
+        v["dr"] = dr_fn(v) if dr_fn else (dout * e).sum(axis=-1, keepdims=True)
+        v["ds"] = ds_fn(v) if ds_fn else -v["dr"] / s ** 2
+        v["de"] = de_fn(v) if de_fn else dout * r + v["ds"]
+        v["dz"] = dz_fn(v) if dz_fn else v["de"] * e
+        v["dm"] = dm_fn(v) if dm_fn else -v["dz"].sum(axis=-1, keepdims=True)
+        v["dx"] = dx_fn(v) if dx_fn else v["dz"] + (x == m) * v["dm"]
+        out = {k: v[k] for k in ("dr", "ds", "de", "dz", "dm", "dx")}
+        if drop:
+            del out[drop]
+        return out
+    return fn
+
+
+def test_softmax_walk_reference_passes(capsys):
+    assert check_softmax_walk(_walk()) is True
+    out = capsys.readouterr().out
+    assert "✔ Correct" in out and "dm is 0 up to rounding" in out
+
+
+def test_softmax_walk_without_the_max_route_passes():
+    """dm is 0 up to rounding, so leaving out the max's route (dx = dz) is not an error."""
+    assert check_softmax_walk(_walk(dx_fn=lambda v: v["dz"])) is True
+
+
+def test_softmax_walk_torch_autograd_passes():
+    torch = pytest.importorskip("torch")
+
+    def autograd_walk(dout, x):
+        xt = torch.tensor(x, requires_grad=True)
+        m = xt.max(dim=-1, keepdim=True).values
+        z = xt - m
+        e = torch.exp(z)
+        s = e.sum(dim=-1, keepdim=True)
+        r = 1 / s
+        p = e * r
+        inter = {"dr": r, "ds": s, "de": e, "dz": z, "dm": m}
+        for t in inter.values():
+            t.retain_grad()
+        (p * torch.tensor(dout)).sum().backward()
+        out = {k: t.grad.numpy() for k, t in inter.items()}
+        out["dx"] = xt.grad.numpy()
+        return out
+
+    assert check_softmax_walk(autograd_walk) is True
+
+
+def test_softmax_walk_stub_is_not_attempted(capsys):
+    def stub(dout, x):
+        raise NotImplementedError
+
+    assert check_softmax_walk(stub) is False
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (lambda d, x: [1, 2], "should return a dict"),
+    (_walk(drop="dz"), 'no key "dz"'),
+    (_walk(dr_fn=lambda v: v["dout"] * v["e"]), "one number per row.*SUM"),
+    (_walk(dr_fn=lambda v: (v["dout"] * v["e"]).sum(axis=-1)), "shapes of two arrays do not fit"),
+    (_walk(dm_fn=lambda v: -v["dz"].sum(axis=-1), dx_fn=lambda v: v["dz"]), "dm .*keepdims=True"),
+    (_walk(dr_fn=lambda v: (v["dout"] * v["e"] * v["r"]).sum(axis=-1, keepdims=True)), "next to r is e, not p"),
+    (_walk(dr_fn=lambda v: v["dout"].sum(axis=-1, keepdims=True)), "OTHER factor"),
+    (_walk(ds_fn=lambda v: v["dr"] / v["s"] ** 2), "sign is flipped"),
+    (_walk(ds_fn=lambda v: -v["dr"] / v["s"]), "not -1/s"),
+    (_walk(ds_fn=lambda v: -1 / v["s"] ** 2), "chain rule"),
+    (_walk(de_fn=lambda v: v["dout"] * v["r"]), "e is used twice"),
+    (_walk(de_fn=lambda v: v["ds"] + 0 * v["e"]), "first use of e is missing"),
+    (_walk(de_fn=lambda v: v["dout"] * v["r"] + v["ds"] * v["e"]), "not ds \\* e"),
+    (_walk(de_fn=lambda v: v["dout"] * v["r"] + v["ds"] / 5), "not a mean"),
+    (_walk(dz_fn=lambda v: v["de"]), "local derivative of exp is missing"),
+    (_walk(dz_fn=lambda v: v["de"] * v["z"]), "not z"),
+    (_walk(dz_fn=lambda v: v["de"] * np.exp(v["x"])), "not exp\\(x\\)"),
+    (_walk(dm_fn=lambda v: -v["dz"]), "dm.*one number per row"),
+    (_walk(dm_fn=lambda v: v["dz"].sum(axis=-1, keepdims=True) + 1.0), "dm .*values differ"),
+    (_walk(dx_fn=lambda v: -v["dz"]), "passes dz to x unchanged"),
+    (_walk(dx_fn=lambda v: None), "dx is None"),
+])
+def test_softmax_walk_mistakes_get_their_hint(fn, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_softmax_walk(fn)
+
+
+def test_softmax_walk_learner_cannot_spoil_inputs():
+    def in_place(dout, x):
+        result = _walk()(dout, x)
+        x[...] = 0.0
+        dout[...] = 0.0
+        return result
+
+    assert check_softmax_walk(in_place) is True

@@ -1,5 +1,6 @@
 """Checks for appendix A (backpropagation by hand): the backward passes of softmax, of LayerNorm, of masked
-scaled dot-product attention and of label-smoothed cross-entropy.
+scaled dot-product attention and of label-smoothed cross-entropy, and the softmax's backward written one
+primitive at a time (`check_softmax_walk`, which names the first wrong line of the walk).
 
 Each check calls the learner's function on small fixed float64 inputs, compares it with a reference written
 out here (not the package's, which the appendix is teaching), and recognises the usual mistakes: a missing
@@ -26,7 +27,7 @@ from ._feedback import (
 )
 
 __all__ = ["check_softmax_backward", "check_layernorm_backward", "check_attention_backward",
-           "check_label_smoothing_backward"]
+           "check_label_smoothing_backward", "check_softmax_walk"]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -391,3 +392,100 @@ def check_label_smoothing_backward(fn):
         compare_arrays(got, expected, f"dlogits {where}", atol=1e-10, rtol=1e-7, hints=hints)
     return passed("dlogits = (softmax(logits) - q_ls) / n_tok at real targets and 0 at padding, with "
                   "q_ls = (1 - eps_ls) one_hot + eps_ls / V.")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# softmax, primitive by primitive (the backprop-ninja style walk)
+# ----------------------------------------------------------------------------------------------------------
+_WALK_KEYS = ("dr", "ds", "de", "dz", "dm", "dx")      # checked in this order: the reverse of the forward pass
+_ROW_KEYS = ("dr", "ds", "dm")                         # gradients of one number per row: shape (B, T, 1)
+_WALK_WHAT = {"dr": "r = 1 / s", "ds": "s = sum(e)", "de": "e = exp(z)", "dz": "z = x - m", "dm": "m = max(x)",
+              "dx": "x"}
+
+
+def _softmax_walk(dout, x):
+    """The forward pass in primitives and every intermediate gradient of the backward walk, as a dict."""
+    m = x.max(axis=-1, keepdims=True)                    # (B, T, 1)
+    z = x - m                                            # (B, T, V)
+    e = np.exp(z)                                        # (B, T, V)
+    s = e.sum(axis=-1, keepdims=True)                    # (B, T, 1)
+    r = 1.0 / s                                          # (B, T, 1)
+    dr = (dout * e).sum(axis=-1, keepdims=True)          # (B, T, 1): p = e * r, the r side (r is shared)
+    ds = -dr / s ** 2                                    # (B, T, 1): r = 1 / s
+    de = dout * r + ds                                   # (B, T, V): both uses of e, p = e * r and s = sum(e)
+    dz = de * e                                          # (B, T, V): e = exp(z)
+    dm = -dz.sum(axis=-1, keepdims=True)                 # (B, T, 1): z = x - m, the m side
+    dx = dz + (x == m) * dm                              # (B, T, V): the x side, plus m = max(x)
+    return {"m": m, "z": z, "e": e, "s": s, "r": r, "p": e * r,
+            "dr": dr, "ds": ds, "de": de, "dz": dz, "dm": dm, "dx": dx}
+
+
+def _walk_mistakes(dout, x, ref):
+    """(wrong value, explanation) pairs per gradient: what the usual mistakes at that line produce."""
+    e, s, r, z, p = ref["e"], ref["s"], ref["r"], ref["z"], ref["p"]
+    dr, ds, de, dz = ref["dr"], ref["ds"], ref["de"], ref["dz"]
+    return {
+        "dr": [((dout * p).sum(-1, keepdims=True),
+                "in p = e * r the factor next to r is e, not p: dr = sum(dout * e, axis=-1, keepdims=True)."),
+               (dout.sum(-1, keepdims=True),
+                "the gradient of r in p = e * r is dout times the OTHER factor, e: dr = sum(dout * e) over the row.")],
+        "ds": [(dr / s ** 2, "the sign is flipped: d(1/s)/ds = -1/s**2, so ds = -dr / s**2."),
+               (-dr / s, "d(1/s)/ds is -1/s**2, not -1/s: ds = -dr / s**2."),
+               (-1.0 / s ** 2, "the chain rule multiplies the local derivative -1/s**2 by the gradient arriving "
+                "from above, dr: ds = -dr / s**2."),
+               (-dr * s ** 2, "you multiplied by s**2; the local derivative of 1/s is -1/s**2: ds = -dr / s**2.")],
+        "de": [(dout * r, "e is used twice, in p = e * r and in s = sum(e): add the second use's gradient, ds "
+                "copied to every entry of the row (the backward of a sum), to dout * r."),
+               (np.broadcast_to(ds, e.shape), "the first use of e is missing: p = e * r gives dout * r, to which "
+                "the sum adds ds."),
+               (dout * r + ds * e, "the backward of s = sum(e) copies ds to every entry (each e_j enters the sum "
+                "with weight 1): add ds, not ds * e."),
+               (dout * r + ds / e.shape[-1], "s is a sum, not a mean: its backward copies ds unchanged, without "
+                "1 / V.")],
+        "dz": [(de, "the local derivative of exp is missing: d exp(z)/dz = exp(z) = e, so dz = de * e."),
+               (de * z, "the derivative of exp(z) is exp(z) = e, not z: dz = de * e."),
+               (de * np.exp(x), "e = exp(z) = exp(x - m), not exp(x): multiply by e, the array the forward pass "
+                "computed.")],
+        "dm": [],
+        "dx": [(-dz, "the sign is flipped: z = x - m passes dz to x unchanged (it is m that gets the minus).")],
+    }
+
+
+@exercise_check
+def check_softmax_walk(fn):
+    """Check `fn(dout, x) -> dict` for the softmax over the LAST axis written as primitives:
+
+        m = max(x) (keepdims), z = x - m, e = exp(z), s = sum(e) (keepdims), r = 1 / s, p = e * r.
+
+    The dict holds the gradient of every intermediate: "dr", "ds", "dm" (B, T, 1) and "de", "dz", "dx" (B, T, V).
+    They are checked in the order of the backward walk, dr, ds, de, dz, dm, dx; the first wrong one is named.
+    """
+    rng = np.random.default_rng(2022)
+    B, T, V = 2, 3, 5                                    # T != V, so a wrong axis gives a wrong shape or value
+    x = rng.normal(size=(B, T, V)) * 1.5                 # (B, T, V): one maximum per row (no ties)
+    dout = rng.normal(size=(B, T, V))                    # (B, T, V)
+    ref = _softmax_walk(dout, x)
+    got = call_learner(fn, dout, x)
+    if not isinstance(got, dict):
+        raise ExerciseError(f"your function returned a {type(got).__name__}; it should return a dict with the keys "
+                            f"{', '.join(_WALK_KEYS)}.")
+    mistakes = _walk_mistakes(dout, x, ref)
+    for key in _WALK_KEYS:
+        if key not in got:
+            raise ExerciseError(f'the dict has no key "{key}": return all of {", ".join(_WALK_KEYS)}.')
+        value = as_numpy(got[key], key)
+        what = f"{key} (the gradient of {_WALK_WHAT[key]})"
+        if key in _ROW_KEYS and value.shape != (B, T, 1):
+            if value.shape == (B, T, V):
+                raise ExerciseError(f"{what} has shape {value.shape}, expected {(B, T, 1)}: it is one number per "
+                                    "row, used by all V entries of the row, so by the sum rule its gradient is the "
+                                    "SUM of theirs: .sum(axis=-1, keepdims=True).")
+            if value.shape == (B, T):
+                raise ExerciseError(f"{what} has shape {value.shape}, expected {(B, T, 1)}: sum with "
+                                    "keepdims=True, so that it broadcasts against the (B, T, V) arrays.")
+        compare_arrays(value, ref[key], what, atol=1e-10, rtol=1e-7, hints=mistakes[key])
+    formula = ref["p"] * (dout - (dout * ref["p"]).sum(-1, keepdims=True))   # (B, T, V): the collapsed form
+    assert np.allclose(ref["dx"], formula, atol=1e-12)
+    return passed("every line of the walk. dm is 0 up to rounding (below 1e-10): shifting a row by its maximum "
+                  "does not change p, so the max needs no gradient, and dx equals the formula "
+                  "p * (dout - sum(dout * p)).")
