@@ -250,6 +250,8 @@ def test_appendix_d_flip_books_work_in_the_browser_without_a_kernel(built_site):
                     f"{b['distinct']} distinct views" for b in books))
     assert len(books) == expected, f"{len(books)} flip books on the page for {expected} widgets"
     assert sum(len(b["controls"]) for b in books) >= 2 * expected      # the test moved controls, many of them
+    labels = [control["label"] for b in books for control in b["controls"]]
+    assert any("padding mask" in label for label in labels) and any("pad on the" in label for label in labels)
     assert not problems, "\n".join(problems)
 
 

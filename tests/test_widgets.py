@@ -85,7 +85,8 @@ def test_warmup_figure_peaks_at_the_warmup_step():
 
 
 @pytest.mark.parametrize("build", [w.softmax_scaling_widget, w.mask_widget, w.positional_widget,
-                                   w.warmup_widget, pytest.param(w.decoding_widget, marks=needs_torch)])
+                                   w.warmup_widget, pytest.param(w.decoding_widget, marks=needs_torch),
+                                   pytest.param(w.padding_widget, marks=needs_torch)])
 def test_widgets_build_controls_and_an_output(build):
     import ipywidgets
 
@@ -99,7 +100,8 @@ def test_widgets_build_controls_and_an_output(build):
 @pytest.mark.parametrize("build, figure", [(w.softmax_scaling_widget, "softmax_scaling_figure"),
                                            (w.mask_widget, "mask_figure"), (w.positional_widget, "positional_figure"),
                                            (w.warmup_widget, "warmup_figure"),
-                                           pytest.param(w.decoding_widget, "_decoding_figure", marks=needs_torch)])
+                                           pytest.param(w.decoding_widget, "_decoding_figure", marks=needs_torch),
+                                           pytest.param(w.padding_widget, "_padding_figure", marks=needs_torch)])
 def test_moving_any_control_redraws_with_its_new_value(build, figure, monkeypatch):
     """Without a kernel: each control's callback fires once per move and draws with the moved value."""
     calls = []
@@ -205,6 +207,37 @@ def test_decoding_figure_counts_the_words_sampling_may_draw(shipped):
         w.decoding_figure(*args, t=99)
 
 
+def test_padding_keeps_the_real_tokens_results_only_with_the_mask_and_right_positions(shipped):
+    """Right padding with the mask: the real tokens' outputs, weights and log-probabilities do not move; without
+    the mask, or padded on the left with positions counted from the row's start, they do."""
+    import torch
+
+    model, src_vocab, tgt_vocab = shipped
+    sentence = "three hundred and ninety-seven"
+    base = w.padded_pass(model, src_vocab, tgt_vocab, sentence)
+    assert base["real"] == list(range(len(base["tokens"])))
+    assert base["translation"] == "trois cent quatre-vingt-dix-sept"
+
+    def moved(**options):
+        run = w.padded_pass(model, src_vocab, tgt_vocab, sentence, reference=base["out"], **options)
+        real = torch.tensor(run["real"])
+        assert [run["tokens"][j] for j in run["real"]] == base["tokens"]
+        return ((run["memory"][real] - base["memory"]).abs().max().item(),
+                (run["weights"][0][:, real][:, :, real] - base["weights"][0]).abs().max().item(),
+                (run["log_probs"] - base["log_probs"]).abs().max().item())
+
+    assert max(moved(pads=2, side="right")) < 1e-4
+    assert max(moved(pads=2, side="left", shift_positions=True)) < 1e-4
+    assert min(moved(pads=2, side="right", mask=False)) > 1e-2
+    assert min(moved(pads=2, side="left")) > 1e-2
+    with pytest.raises(ValueError, match="side"):
+        w.padded_pass(model, src_vocab, tgt_vocab, sentence, 1, side="middle")
+    fig = w.padding_figure(model, src_vocab, tgt_vocab, sentence, pads=2, side="left", mask=False)
+    assert fig._suptitle.get_text().startswith("2 <pad> on the left, padding mask off")
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()][:2] == ["<pad>", "<pad>"]
+    assert _close(fig)
+
+
 # --- flip books: the kernel-free twins ----------------------------------------------------------------------
 
 def _lines(a: int, b: float, c: bool = True):
@@ -262,7 +295,8 @@ def _flipbooks():
     pairs = [(w.softmax_scaling_widget, w.softmax_scaling_flipbook), (w.mask_widget, w.mask_flipbook),
              (w.positional_widget, w.positional_flipbook), (w.warmup_widget, w.warmup_flipbook)]
     if importlib.util.find_spec("torch") is not None:
-        pairs += [(w.attention_explorer, w.attention_explorer_flipbook), (w.decoding_widget, w.decoding_flipbook)]
+        pairs += [(w.attention_explorer, w.attention_explorer_flipbook), (w.decoding_widget, w.decoding_flipbook),
+                  (w.padding_widget, w.padding_flipbook)]
     return pairs
 
 
@@ -307,5 +341,5 @@ def test_the_appendix_shows_a_flip_book_after_every_widget():
         assert html and 'class="tc-flipbook"' in "".join(html), f"code cell {i}: no flip book after the widget"
         assert "image/png" in after["outputs"][-1]["data"], f"code cell {i + 1}: no PNG for slides"
         assert {"slide", "nbval-ignore-output"} <= set(after["metadata"]["tags"])
-    assert len(widget_cells) == 6
+    assert len(widget_cells) == 7
 

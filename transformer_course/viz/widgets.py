@@ -10,6 +10,7 @@ attention explorer's are `attention_explorer()` and `attention_explorer_figure(.
 - warmup: the paper's learning-rate schedule for chosen d_model and warm-up steps.
 - attention_explorer: type a source, pick a layer and head of the shipped trained model, see the map and
   the translation.
+- padding: the shipped model on a source padded on the right or left, with the padding mask on or off.
 - decoding: temperature, top-k and top-p applied to the shipped model's next-word distribution.
 
 Each widget also has a flip book, `<name>_flipbook(...)` (see flipbook.py): its figure drawn in advance for a few
@@ -35,7 +36,8 @@ __all__ = ["translate_with_weights", "SATURATION_DIMS", "saturation_curves",
            "mask_figure", "mask_widget", "mask_flipbook", "positional_figure", "positional_widget",
            "positional_flipbook", "warmup_figure", "warmup_widget", "warmup_flipbook", "ATTENTION_KINDS",
            "attention_explorer_figure", "attention_explorer", "attention_explorer_flipbook", "next_word_logits",
-           "decoding_figure", "decoding_widget", "decoding_flipbook"]
+           "decoding_figure", "decoding_widget", "decoding_flipbook", "PAD_SIDES", "padded_pass",
+           "padding_figure", "padding_widget", "padding_flipbook"]
 
 
 def _interactive(draw, controls: dict):
@@ -407,6 +409,146 @@ def attention_explorer_flipbook(model=None, src_vocab=None, tgt_vocab=None,
                                                                          layer, head),
                     controls, dpi=dpi, colours=16, name="attention_explorer_figure",
                     alt="attention map of one head of the shipped model, rows the queries and columns the keys")
+
+
+# --- padding: what the padding mask protects ------------------------------------------------------------------
+
+PAD_SIDES = ("right", "left")
+
+
+def padded_pass(model, src_vocab, tgt_vocab, sentence: str, pads: int = 0, side: str = "right",
+                mask: bool = True, shift_positions: bool = False, reference=None):
+    """The model on `sentence` with `pads` <pad> tokens added on the `side` of its source row.
+
+    mask False gives the encoder and the cross-attention an all-True source mask: the pads are attended to like
+    words. shift_positions (left padding only) counts positions from the first real token, as position ids built
+    from the mask do; without it the real tokens sit at positions pads, pads + 1, ... reference: the output
+    tokens to teacher-force (default: this pass's own greedy translation).
+
+    Returns a dict: "tokens" (the padded source), "real" (their indices that are not padding), "memory"
+    (S', D), "weights" (one (H, S', S') encoder self-attention map per layer), "translation" (greedy),
+    "out" (the greedy output ids, <eos> last) and "log_probs" ((T, V), teacher-forced on `reference`)."""
+    from .._optional import torch
+    from ..data.vocab import BOS_ID, EOS_ID, PAD_ID
+    from ..torch.decoding import eval_mode
+
+    if side not in PAD_SIDES:
+        raise ValueError(f"side: expected one of {PAD_SIDES}, got {side!r}")
+    if pads < 0:
+        raise ValueError(f"pads: expected a count >= 0, got {pads}")
+    ids = src_vocab.encode(sentence)
+    padded = [PAD_ID] * pads + ids if side == "left" else ids + [PAD_ID] * pads
+    real = list(range(pads, pads + len(ids))) if side == "left" else list(range(len(ids)))
+    src = torch.tensor([padded])                                   # (1, S'): S' = S + pads
+    S = src.shape[1]
+    src_mask = model.make_src_mask(src) if mask else torch.ones(1, 1, S, dtype=torch.bool)   # (1, 1, S')
+    with eval_mode(model), torch.no_grad():
+        x = model.src_embedding(src, "src")                        # (1, S', D)
+        if shift_positions and side == "left":
+            if not hasattr(model.positions, "pe"):
+                raise ValueError("shift_positions needs a model with sinusoidal positions")
+            position = (torch.arange(S) - pads).clamp(min=0)       # (S',): pads at 0, real tokens from 0
+            x = x + model.positions.pe[position]                   # (1, S', D)
+        else:
+            x = model._add_positions(x)                            # (1, S', D): positions 0 .. S' - 1
+        memory, weights = model.encoder(x, src_mask, True)         # (1, S', D), [(1, H, S', S') per layer]
+        ys = torch.tensor([[BOS_ID]])                              # (1, 1)
+        for _ in range(S + 50):                                    # greedy, as greedy_decode without a cache
+            next_id = int(model.decode(ys, memory, src_mask)[0, -1].argmax())
+            ys = torch.cat([ys, torch.tensor([[next_id]])], dim=1)   # (1, t + 1)
+            if next_id == EOS_ID:
+                break
+        out = ys[0, 1:].tolist()
+        ref = out if reference is None else list(reference)
+        tgt_in = torch.tensor([[BOS_ID] + ref[:-1]])               # (1, T): shifted right
+        log_probs = torch.log_softmax(model.decode(tgt_in, memory, src_mask)[0], dim=-1)   # (T, V)
+    return {"tokens": [src_vocab.id_to_token(i) for i in padded], "real": real, "memory": memory[0],
+            "weights": [w[0] for w in weights], "translation": tgt_vocab.decode(out), "out": out,
+            "log_probs": log_probs}
+
+
+def _padding_figure(sentence: str, pads: int, side: str, mask: bool, base, padded, layer: int, head: int):
+    """Left: one encoder head's map on the padded source. Right: how far each real token's encoder output
+    moved from the unpadded run's (base), on a log axis."""
+    from .._optional import torch
+
+    real = padded["real"]
+    moved = (padded["memory"][real] - base["memory"]).abs().amax(-1).numpy()   # (S,): max over D per token
+    shown = np.maximum(moved, 1e-9)                                # exact zeros on the log axis' floor
+    n = len(padded["tokens"])
+    # 64 dpi: the live widget's drawing is stored in the notebook (the flip book sets its own resolution)
+    fig, (ax, right) = plt.subplots(1, 2, figsize=(9.6, 4.2), dpi=64, gridspec_kw={"width_ratios": [1.15, 1]})
+    matrix = padded["weights"][layer - 1][head - 1]                # (S', S')
+    plot_attention(matrix, padded["tokens"], padded["tokens"], ax=ax,
+                   title=f"encoder self-attention, layer {layer}, head {head}")
+    for j in range(n):
+        if j not in real:                                          # the pad's column and row, shaded
+            ax.axvspan(j - 0.5, j + 0.5, color="#d62728", alpha=0.25, lw=0)
+            ax.axhspan(j - 0.5, j + 0.5, color="#d62728", alpha=0.25, lw=0)
+    keys = torch.tensor(real)
+    change = (matrix[keys][:, keys] - base["weights"][layer - 1][head - 1]).abs().max().item()   # real x real
+    ax.set_xlabel(f"key; real rows over real keys: max |Δ weight| = {change:.0e}")
+    right.bar(range(len(real)), shown, color="#1f77b4")
+    right.set_yscale("log")
+    right.set_ylim(1e-9, 10)
+    right.yaxis.set_minor_locator(plt.NullLocator())
+    right.axhline(1e-5, color="grey", ls="--", lw=1)
+    right.set_xticks(range(len(real)), base["tokens"], rotation=60, ha="right")
+    right.set_ylabel("max |Δ| over its D numbers")
+    right.set_xlabel("dashed: 1e-5, above float32 rounding")
+    right.set_title("encoder output of each real token vs. no padding", fontsize=10)
+    same = "the same" if padded["translation"] == base["translation"] else "changed"
+    fig.suptitle(f"{pads} <pad> on the {side}, padding mask {'on' if mask else 'off'}: "
+                 f"“{padded['translation']}” ({same})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def padding_figure(model, src_vocab, tgt_vocab, sentence: str = "three hundred and ninety-seven", pads: int = 3,
+                   side: str = "right", mask: bool = True, layer: int = 2, head: int = 1):
+    """The shipped model's encoder on `sentence` padded with `pads` <pad> tokens on the `side` given, with or
+    without the padding mask: one head's map, and how far each real token's output moved from the unpadded run."""
+    base = padded_pass(model, src_vocab, tgt_vocab, sentence)
+    padded = padded_pass(model, src_vocab, tgt_vocab, sentence, pads, side, mask, reference=base["out"])
+    return _padding_figure(sentence, pads, side, mask, base, padded, layer, head)
+
+
+def padding_widget(model=None, src_vocab=None, tgt_vocab=None, sentence: str = "three hundred and ninety-seven",
+                   layer: int = 2, head: int = 1):
+    """Pad the source row with pads <pad> tokens on the right or left, with the padding mask on or off."""
+    import ipywidgets as widgets
+
+    model, src_vocab, tgt_vocab = _default_model(model, src_vocab, tgt_vocab)
+    base = padded_pass(model, src_vocab, tgt_vocab, sentence)      # the unpadded run, once
+    controls = {
+        "pads": widgets.IntSlider(value=3, min=1, max=4, description="pads"),
+        "side": widgets.Dropdown(options=list(PAD_SIDES), description="pad on the"),
+        "mask": widgets.Checkbox(value=True, description="padding mask"),
+    }
+
+    def draw(pads, side, mask):
+        padded = padded_pass(model, src_vocab, tgt_vocab, sentence, pads, side, mask, reference=base["out"])
+        return _padding_figure(sentence, pads, side, mask, base, padded, layer, head)
+
+    return _interactive(draw, controls)
+
+
+def padding_flipbook(model=None, src_vocab=None, tgt_vocab=None, sentence: str = "three hundred and ninety-seven",
+                     pad_counts=(1, 3), layer: int = 2, head: int = 1, dpi: int = 60):
+    """The padding widget's flip book: every count of pads given, on either side, with the mask on and off."""
+    model, src_vocab, tgt_vocab = _default_model(model, src_vocab, tgt_vocab)
+    base = padded_pass(model, src_vocab, tgt_vocab, sentence)
+
+    def draw(pads, side, mask):
+        padded = padded_pass(model, src_vocab, tgt_vocab, sentence, pads, side, mask, reference=base["out"])
+        return _padding_figure(sentence, pads, side, mask, base, padded, layer, head)
+
+    controls = [Control("pads", "pads", tuple(pad_counts), default=pad_counts[-1]),
+                Control("side", "pad on the", PAD_SIDES, default="right", kind="select"),
+                Control("mask", "padding mask", (False, True), default=True, kind="checkbox", shown=("off", "on"))]
+    return FlipBook(draw, controls, dpi=dpi, colours=16, figure_dpi=64, name="padding_figure",
+                    alt="encoder attention map of a padded source with the pad columns marked, and a log-scale bar "
+                        "chart of how far each real token's encoder output moved from the unpadded run")
 
 
 # --- decoding: temperature, top-k and top-p -----------------------------------------------------------------
