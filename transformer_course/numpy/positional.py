@@ -93,8 +93,9 @@ def learned_positions_backward(dout: np.ndarray, cache: tuple) -> tuple[np.ndarr
 # ---------------------------------------------------------------- rotary position embeddings (Su et al. 2021)
 
 def rotary_angles(positions: np.ndarray, d_head: int) -> np.ndarray:
-    """theta[p, i] = p * 10000^(-2i / Dh) for each position p and pair i = 0 .. Dh/2 - 1: the angle by which
-    pair (2i, 2i + 1) of a query or key at position p is rotated. Float64 (the PyTorch twin's table agrees)."""
+    """phi[pos, i] = pos * omega_i, omega_i = 10000^(-2i / Dh), for each position pos and pair i = 0 .. Dh/2 - 1:
+    the angle by which pair (2i, 2i + 1) of a query or key at position pos is rotated. Float64 (the PyTorch
+    twin's table agrees)."""
     if not isinstance(d_head, (int, np.integer)) or d_head <= 0 or d_head % 2:
         raise ValueError(f"d_head: rotary embeddings rotate pairs of dimensions, so the head width must be a "
                          f"positive even number; got {d_head!r}")
@@ -105,8 +106,8 @@ def rotary_angles(positions: np.ndarray, d_head: int) -> np.ndarray:
 def rotary_positions_forward(x: np.ndarray, offset: int = 0) -> tuple[np.ndarray, tuple]:
     """Rotate each pair (x[..., 2i], x[..., 2i+1]) of x (B, H, T, Dh) by the angle of its position offset + t.
 
-    As complex numbers, pair i becomes (x_2i + j x_2i+1) e^(j theta), so a query at position m and a key at n
-    score Re(sum_i q_i conj(k_i) e^(j (m - n) theta_i)): a function of the offset m - n only.
+    As complex numbers, pair i becomes (x_2i + j x_2i+1) e^(j pos omega_i), so a query at position pos_q and a key
+    at pos_k score Re(sum_i q^(i) conj(k^(i)) e^(j (pos_q - pos_k) omega_i)): a function of the offset only.
     """
     if not isinstance(x, np.ndarray) or x.ndim != 4:
         raise ValueError(f"x: expected shape (B, H, T, Dh), got {getattr(x, 'shape', type(x).__name__)}")

@@ -77,7 +77,7 @@ class LearnedPositions(nn.Module):
 # ---------------------------------------------------------------- rotary position embeddings (Su et al. 2021)
 
 def rotary_angles(positions: torch.Tensor, d_head: int) -> torch.Tensor:
-    """theta[p, i] = p * 10000^(-2i / Dh): the angle by which pair (2i, 2i + 1) at position p is rotated
+    """phi[pos, i] = pos * 10000^(-2i / Dh): the angle by which pair (2i, 2i + 1) at position pos is rotated
     (float64, as the NumPy twin)."""
     if not isinstance(d_head, int) or d_head <= 0 or d_head % 2:
         raise ValueError(f"d_head: rotary embeddings rotate pairs of dimensions, so the head width must be a "
@@ -88,7 +88,8 @@ def rotary_angles(positions: torch.Tensor, d_head: int) -> torch.Tensor:
 
 class RotaryPositions(nn.Module):
     """Rotates each pair (x[..., 2i], x[..., 2i+1]) of queries or keys x (B, H, T, Dh) by the angle of its
-    position offset + t; a query at m and a key at n then score a function of m - n only. No parameters."""
+    position offset + t; a query at pos_q and a key at pos_k then score a function of pos_q - pos_k only.
+    No parameters."""
 
     def __init__(self, d_head: int, max_len: int):
         super().__init__()
