@@ -13,6 +13,10 @@ mean, standard deviation, minimum and maximum. The chapter prints that file next
                                                                    # RAdam, pre-filled Adam, scaled branches/rates,
                                                                    # peak rates 1e-3 / 3e-3 / 1e-2
     python benchmarks/experiments.py heads      --seeds 0 1 2 3 4   # chapter 5: one head vs several, same width
+    python benchmarks/experiments.py reversal_rates --seeds 0 1 2 3 4   # appendix A: NumPy reversal, factor 1 / 0.5
+    python benchmarks/experiments.py open_generation --seeds 0 1 2   # chapter 8: decoding methods continuing the
+                                                                   # book's own sentences
+    python benchmarks/experiments.py scaling    --seeds 0 1 2   # chapter 3: with and without 1/sqrt(d), d = 16, 256
     python benchmarks/experiments.py all        --seeds 0 1 2 3 4
 
 One torch thread per run (as in the chapters); the wall time of each run is recorded too.
@@ -399,8 +403,276 @@ def heads_run(seed: int) -> dict:
     return result                                       # positions: per seed only, a pattern, not a number
 
 
+def reversal_rates_run(seed: int) -> dict:
+    """Appendix A's NumPy Transformer on string reversal (the page's data, model and 1000 steps), from `seed`
+    (initialisation, batch order), at the page's Noam factor 1 and at 0.5: the steps of the second half whose
+    loss is 0.5 above its 25-step moving average ("late spikes", the page's count), the mean loss of the last
+    50 steps, the share of steps clipped, and the held-out token accuracy and exact match of greedy decoding;
+    and how many late spikes fall on the same step at both factors (both runs see the same batches in order)."""
+    from transformer_course.config import TrainConfig
+    from transformer_course.data.batching import Seq2SeqDataset, numpy_batches
+    from transformer_course.numpy import greedy_decode as numpy_greedy_decode
+    from transformer_course.numpy import init_transformer
+    from transformer_course.training.numpy_trainer import train_numpy
+
+    data = reverse_task(n_train=3000, n_val=0, n_test=200, min_len=2, max_len=6, alphabet="abcdefgh", seed=0)
+    src_vocab, tgt_vocab = data.build_vocabs()
+    cfg = ModelConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab), d_model=32, n_heads=2,
+                      d_ff=64, n_encoder_layers=1, n_decoder_layers=1, dropout=0.0, max_len=16)
+    test_set = Seq2SeqDataset(data.test, src_vocab, tgt_vocab)
+    src_test = pad_sequences(test_set.sources)                               # (N, S)
+    result, spike_steps = {}, {}
+    for factor in (1.0, 0.5):
+        train_cfg = TrainConfig(batch_size=32, max_steps=1000, warmup_steps=100, lr_factor=factor,
+                                label_smoothing=0.1, clip_grad_norm=1.0, seed=seed)
+        params = init_transformer(np.random.default_rng(seed), cfg)             # float32, as on the page
+        batches = numpy_batches(data.train, src_vocab, tgt_vocab, batch_size=32, seed=seed, epochs=None,
+                                as_tuples=True)
+        history = train_numpy(params, cfg, batches, train_cfg, rng=np.random.default_rng(seed), callbacks=[])
+        loss, steps = np.array(history["loss"]), np.array(history["step"])    # (steps,) each
+        smooth = np.convolve(loss, np.ones(25) / 25, mode="valid")            # (steps - 24,)
+        late = steps[24:] >= 500
+        spike_steps[factor] = set(steps[24:][late & (loss[24:] - smooth > 0.5)].tolist())
+        pred = numpy_greedy_decode(src_test, params, cfg, max_len=8, bos_id=1, eos_id=2)   # (N, <= 8)
+        n_tok = n_right = n_exact = 0
+        for row, target in zip(pred, test_set.targets):
+            reference = target[1:]                                           # reversed string + EOS
+            guess = list(row[:len(reference)]) + [0] * max(0, len(reference) - len(row))
+            hits = [a == b for a, b in zip(guess, reference)]
+            n_tok, n_right, n_exact = n_tok + len(hits), n_right + sum(hits), n_exact + all(hits)
+        result[f"factor {factor:g}"] = {
+            "late spikes": len(spike_steps[factor]),
+            "final loss": float(loss[-50:].mean()),
+            "clipped share": float((np.array(history["grad_norm"]) > train_cfg.clip_grad_norm).mean()),
+            "token accuracy": float(n_right / n_tok), "exact match": n_exact / len(test_set)}
+    result["late spikes at the same step"] = len(spike_steps[1.0] & spike_steps[0.5])   # same batches, same order
+    return result
+
+
+# ---------------------------------------------------------------------------------------------------------
+# chapter 8: open-ended generation: a small model continues sentences of the book's own prose
+# ---------------------------------------------------------------------------------------------------------
+BOOK = Path(__file__).resolve().parent.parent / "book"
+OPEN_PROMPT_WORDS = 4                    # the source: a sentence's first 4 words; the target: the rest of it
+OPEN_STEPS = 800
+OPEN_MAX_LEN = 40                        # tokens a continuation may take
+OPEN_EXAMPLES = 3                        # continuations stored per method and seed (the first held-out prompts)
+OPEN_METHODS = {"greedy": {}, "beam (4)": {"beam_size": 4}, "τ = 0.7": {"temperature": 0.7},
+                "τ = 1": {"temperature": 1.0}, "τ = 1, k_top = 10": {"top_k": 10},
+                "τ = 1, p_top = 0.9": {"top_p": 0.9}}
+
+
+def book_sentences() -> list[str]:
+    """The sentences of the book's prose (Markdown cells and .md pages), 8 to 40 words each, without code, math,
+    roles or directives; in the order of the files."""
+    import re
+
+    texts = [p.read_text() for p in sorted(BOOK.glob("*.md"))]
+    for path in sorted(BOOK.glob("*.ipynb")):
+        texts += ["".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown"]
+    sentences = []
+    for text in texts:
+        text = re.sub(r"```.*?```|\$\$.*?\$\$", " ", text, flags=re.S)            # code blocks, directives, math
+        text = " ".join(line for line in text.splitlines() if not re.match(r"\s*(:::|#|\||<|-{3})", line))
+        text = re.sub(r"\{[a-z:-]+\}`[^`]*`|\$[^$]*\$|`[^`]*`", "", text)           # roles, inline math and code
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)                        # links: their text
+        text = re.sub(r"[*_]{1,2}|\(\s*\)", "", text)
+        text = re.sub(r"\s+([,.;:)])", r"\1", re.sub(r"\s+", " ", text))
+        text = re.sub(r"([,;:])(?:\s*[,;:])+", r"\1", text)
+        for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z])", text):
+            sentence = sentence.strip(" -")
+            if 8 <= len(sentence.split()) <= 40 and re.search(r"[a-z]", sentence):
+                sentences.append(sentence)
+    return sentences
+
+
+def _save_open_examples(seed: int, examples: dict) -> None:
+    """Writes the first continuations of a seed under its key of results/open_generation_examples.json (a lock:
+    seeds may run in parallel processes); `_summarise` averages numbers only."""
+    import fcntl
+    import os
+
+    path = RESULTS / "open_generation_examples.json"
+    lock = os.open(RESULTS, os.O_RDONLY)                 # the folder itself is the lock
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        per_seed = json.loads(path.read_text())["per_seed"] if path.exists() else {}
+        per_seed[str(seed)] = examples
+        seeds = sorted(map(int, per_seed))
+        payload = {"command": shlex.join(["python", "benchmarks/experiments.py", "open_generation", "--seeds",
+                                          *map(str, seeds)]),
+                   "date": datetime.date.today().isoformat(), "machine": machine(), "seeds": seeds,
+                   "per_seed": {str(s): per_seed[str(s)] for s in seeds}}
+        path.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
+    finally:
+        os.close(lock)                                   # closing releases the lock
+
+
+def _repeated_ngrams(rows: list[list[str]], n: int) -> float:
+    """Share of the n-grams of each continuation that already occurred earlier in the same continuation."""
+    repeats = total = 0
+    for words in rows:
+        grams = [tuple(words[i:i + n]) for i in range(len(words) - n + 1)]
+        repeats, total = repeats + len(grams) - len(set(grams)), total + len(grams)
+    return repeats / max(total, 1)
+
+
+def _distinct_ngrams(rows: list[list[str]], n: int) -> float:
+    """Distinct-n: different n-grams over all n-grams, pooled over all continuations."""
+    grams = [tuple(words[i:i + n]) for words in rows for i in range(len(words) - n + 1)]
+    return len(set(grams)) / max(len(grams), 1)
+
+
+def _mean_log_prob(model, src: torch.Tensor, rows: list[list[int]]) -> float:
+    """The model's own mean log probability per token (tau = 1, EOS included where written) of continuations."""
+    from transformer_course.data import BOS_ID
+
+    tgt = torch.from_numpy(pad_sequences([[BOS_ID] + r for r in rows]))             # (N, L + 1)
+    with torch.no_grad():
+        logp = model(src, tgt[:, :-1]).log_softmax(-1)                              # (N, L, V)
+    picked = logp.gather(-1, tgt[:, 1:, None])[..., 0]                              # (N, L)
+    real = tgt[:, 1:] != PAD_ID                                                     # (N, L)
+    return float(picked[real].mean())
+
+
+def open_generation_run(seed: int) -> dict:
+    """A 1+1-layer Transformer trained from `seed` (OPEN_STEPS steps of Adam) to continue a sentence of the book
+    from its first words; every 10th sentence held out. For each decoding method over the held-out prompts:
+    repeated word 3-grams, distinct-2, mean log probability per token, mean length in words and the share that hits
+    OPEN_MAX_LEN; the same numbers for the book's own continuations ("book"). The first continuations go to
+    results/open_generation_examples.json."""
+    from transformer_course.data import BOS_ID, EOS_ID, Vocab
+    from transformer_course.torch.decoding import beam_search, sample_decode
+
+    sentences = book_sentences()
+    pairs = [(" ".join(s.split()[:OPEN_PROMPT_WORDS]), " ".join(s.split()[OPEN_PROMPT_WORDS:])) for s in sentences]
+    test, train = pairs[::10], [p for i, p in enumerate(pairs) if i % 10]
+    vocab = Vocab.build([text for pair in train for text in pair], "word", max_size=1500)
+    config = ModelConfig(src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), d_model=64, n_heads=4, d_ff=256,
+                         n_encoder_layers=1, n_decoder_layers=1, dropout=0.1, max_len=96)
+    set_seed(seed)
+    model = Transformer(config)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98))
+    loader = make_dataloader(train, vocab, vocab, batch_size=64, seed=seed)
+    step, epoch = 0, 0
+    while step < OPEN_STEPS:
+        loader.batch_sampler.set_epoch(epoch)
+        epoch += 1
+        model.train()
+        for batch in loader:
+            for group in optimizer.param_groups:                     # linear warm-up, then constant
+                group["lr"] = 3e-3 * min(1.0, (step + 1) / 100)
+            loss = cross_entropy(model(batch.src, batch.tgt_in, batch.src_mask), batch.tgt_out, pad_id=PAD_ID)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            step += 1
+            if step == OPEN_STEPS:
+                break
+    model.eval()
+    src = torch.from_numpy(pad_sequences([vocab.encode(s) for s, _ in test]))      # (N, S): the prompts
+    outputs = {"book": [vocab.encode(t) for _, t in test]}                          # ids, EOS last
+    for name, settings in OPEN_METHODS.items():
+        if name == "greedy":
+            ids = greedy_decode(model, src, max_len=OPEN_MAX_LEN)
+        elif name.startswith("beam"):
+            ids = beam_search(model, src, alpha=0.6, max_len=OPEN_MAX_LEN, **settings)
+        else:
+            ids = sample_decode(model, src, max_len=OPEN_MAX_LEN, generator=torch.Generator().manual_seed(seed),
+                                **settings)
+        rows = [row.tolist() for row in ids]                                        # (N, L) as lists
+        outputs[name] = [row[:row.index(EOS_ID) + 1] if EOS_ID in row else [t for t in row if t != PAD_ID]
+                         for row in rows]
+    result = {"vocabulary": len(vocab), "train sentences": len(train), "held-out prompts": len(test)}
+    examples = {"prompts": [s for s, _ in test[:OPEN_EXAMPLES]]}
+    with torch.no_grad():
+        result["held-out loss"] = float(cross_entropy(model(src, torch.from_numpy(pad_sequences(
+            [[BOS_ID] + r[:-1] for r in outputs["book"]]))), torch.from_numpy(pad_sequences(outputs["book"])),
+            pad_id=PAD_ID))
+    for name, rows in outputs.items():
+        words = [vocab.decode(r).split() for r in rows]
+        result[name] = {"repeated 3-grams": _repeated_ngrams(words, 3), "distinct-2": _distinct_ngrams(words, 2),
+                        "log p per token": _mean_log_prob(model, src, rows),
+                        "words": float(np.mean([len(w) for w in words])),
+                        "hit the length limit": float(np.mean([EOS_ID not in r for r in rows]))}
+        examples[name] = [vocab.decode(r) for r in rows[:OPEN_EXAMPLES]]
+    _save_open_examples(seed, examples)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------------------
+# chapter 3: one attention layer trained with and without the 1/sqrt(d) scaling, at two widths d
+# ---------------------------------------------------------------------------------------------------------
+SCALING = dict(V=16, T=8, steps=600, batch_size=64, lr=1e-3, n_test=2000, every=20, widths=(16, 256))
+
+
+class KeyValueRetrieval(nn.Module):
+    """One attention head of width d: T (key, value) pairs of symbols, x_j = key_emb[k_j] + value_emb[v_j]; the
+    query is the key_emb of one of the keys; a linear read-out predicts the value stored under it. W_q, W_k, W_v
+    start as the package's MultiHeadAttention starts them (Glorot-uniform weights, zero biases)."""
+
+    def __init__(self, V: int, d: int, scaled: bool):
+        super().__init__()
+        self.key_emb, self.value_emb = nn.Embedding(V, d), nn.Embedding(V, d)   # components of variance 1
+        self.W_q, self.W_k, self.W_v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+        for linear in (self.W_q, self.W_k, self.W_v):
+            nn.init.xavier_uniform_(linear.weight)
+            nn.init.zeros_(linear.bias)
+        self.read_out = nn.Linear(d, V)
+        self.factor = 1 / d**0.5 if scaled else 1.0
+
+    def forward(self, keys, values, query):
+        x = self.key_emb(keys) + self.value_emb(values)                    # (B, T, d)
+        q = self.W_q(self.key_emb(query))[:, None]                         # (B, 1, d)
+        scores = q @ self.W_k(x).transpose(1, 2) * self.factor             # (B, 1, T)
+        weights = scores.softmax(-1)                                       # (B, 1, T)
+        return self.read_out((weights @ self.W_v(x))[:, 0]), weights[:, 0]   # (B, V), (B, T)
+
+
+def retrieval_batch(generator, B: int, V: int, T: int):
+    """T distinct keys and T random values per row, and one of the keys as the query; the target is its value."""
+    keys = torch.rand(B, V, generator=generator).argsort(1)[:, :T]           # (B, T) distinct keys
+    values = torch.randint(0, V, (B, T), generator=generator)               # (B, T)
+    pick = torch.randint(0, T, (B,), generator=generator)                   # (B,)
+    rows = torch.arange(B)
+    return keys, values, keys[rows, pick], values[rows, pick]
+
+
+def scaling_run(seed: int) -> dict:
+    """For d in SCALING["widths"], scaled and unscaled: the mean training loss of each window of `every` steps
+    ("loss"), the largest attention weight at initialisation (mean over the test set), and the test accuracy
+    after the last step. The same batches for all four runs of a seed."""
+    V, T, steps, every = (SCALING[key] for key in ("V", "T", "steps", "every"))
+    test = retrieval_batch(torch.Generator().manual_seed(99), SCALING["n_test"], V, T)
+    result = {}
+    for d in SCALING["widths"]:
+        for scaled in (True, False):
+            set_seed(seed)
+            model = KeyValueRetrieval(V, d, scaled)
+            optimizer = torch.optim.Adam(model.parameters(), lr=SCALING["lr"])
+            data = torch.Generator().manual_seed(1000 + seed)
+            with torch.no_grad():
+                initial_max = model(*test[:3])[1].max(-1).values.mean().item()
+            losses = []
+            for _ in range(steps):
+                keys, values, query, target = retrieval_batch(data, SCALING["batch_size"], V, T)
+                loss = F.cross_entropy(model(keys, values, query)[0], target)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+            with torch.no_grad():
+                accuracy = (model(*test[:3])[0].argmax(-1) == test[3]).float().mean().item()
+            result[f"d = {d}, {'scaled' if scaled else 'unscaled'}"] = {
+                "loss": [float(np.mean(losses[i:i + every])) for i in range(0, steps, every)],
+                "initial max weight": initial_max, "accuracy": accuracy}
+    return result
+
+
 EXPERIMENTS = {"attention": attention_run, "positions": positions_run, "stability": stability_run,
-               "heads": heads_run, "positions_controls": positions_controls_run}
+               "heads": heads_run, "positions_controls": positions_controls_run,
+               "reversal_rates": reversal_rates_run, "open_generation": open_generation_run,
+               "scaling": scaling_run}
 MERGED_INTO = {"positions_controls": ("positions", "controls")}   # written under a key of another experiment's file
 
 
