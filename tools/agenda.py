@@ -1,7 +1,8 @@
 """The workshop agendas of the guide (book/workshop_guide.md), timed by a stated rule from measured inputs.
 
-    python -m tools.agenda            # write book/generated/workshop_agenda.md (the guide includes it)
-    python -m tools.agenda --check    # exit 1 when that file is not what the inputs give now (a test runs it)
+    python -m tools.agenda            # write book/generated/workshop_agenda.md (the guide includes it) and
+                                      # book/generated/study_times.md (the introduction includes it)
+    python -m tools.agenda --check    # exit 1 when they are not what the inputs give now (a test runs it)
 
 A block's minutes come from four measured or counted inputs and one rule per part:
 - lecture: one minute per slide of the chapter's deck (tools/slides.py);
@@ -31,6 +32,8 @@ from .course_colab import colab_path
 from .slides import deck, visible_words
 
 OUT = ROOT / "book" / "generated" / "workshop_agenda.md"
+STUDY_OUT = ROOT / "book" / "generated" / "study_times.md"
+READING_WORDS_PER_MINUTE = 200   # a learner reading alone, carefully (the workshop's 400 is a skim of key passages)
 TIMES = ROOT / "transformer_course" / "results" / "chapter_times.json"
 SLIDE_MINUTES = 1
 WORDS_PER_MINUTE = 400
@@ -195,12 +198,31 @@ def render(all_chapters: dict[str, Chapter]) -> tuple[str, dict[str, int]]:
     return text, {"full day": full_slack, "half day": half_slack}
 
 
+def render_study_times(all_chapters: dict[str, Chapter]) -> str:
+    """Each chapter's time for a learner alone, by a stated rule: its prose at READING_WORDS_PER_MINUTE, its code
+    once on the machine that measured it, and its exercises at the workshop's minutes (15 coding, 5 other)."""
+    rows = ["| page | words | reading (min) | code, top to bottom (s) | exercises: coding + other | "
+            "total (h) |", "|---|---|---|---|---|---|"]
+    for name, chapter in all_chapters.items():
+        coding = sum(1 for _, is_coding in chapter.exercises.values() if is_coding)
+        other = len(chapter.exercises) - coding
+        reading = math.ceil(chapter.words / READING_WORDS_PER_MINUTE)
+        total = reading + chapter.seconds / 60 + coding * CODING_MINUTES + other * OTHER_MINUTES
+        rows.append(f"| {{doc}}`{name}` | {chapter.words} | {reading} | {chapter.seconds:.0f} | {coding} + {other} | "
+                    f"{total / 60:.1f} |")
+    return "\n".join([
+        "<!-- Written by `python -m tools.agenda` (tools/agenda.py) from the student copies and "
+        "transformer_course/results/chapter_times.json; do not edit by hand. -->", "", *rows, ""])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help=f"exit 1 when {OUT.relative_to(ROOT)} is stale")
     args = parser.parse_args(argv)
-    text, slack = render(chapters())
+    all_chapters = chapters()
+    text, slack = render(all_chapters)
     status = write_or_check(OUT, text, "python -m tools.agenda", args.check)
+    status |= write_or_check(STUDY_OUT, render_study_times(all_chapters), "python -m tools.agenda", args.check)
     print("slack: " + ", ".join(f"{day} {minutes} min" for day, minutes in slack.items()))
     return status
 

@@ -89,9 +89,10 @@ _FIGURE = re.compile(
     r"|(?<![\w.])(?P<intpct>\d+)\s*(?:\\%|%|per ?cent)")                 # 98%
 # MyST roles ({cite}`x`, {doc}`x`, {glue:text}`x:.3f`), inline code, link targets and URLs: never figures.
 _SKIP = re.compile(r"\{[\w:-]+\}`[^`]*`|`[^`\n]*`|\]\([^)]*\)|https?://\S+|^:[\w-]+:.*$", re.MULTILINE)
-# A number right after one of these words is a reference or a version, not a figure.
+# A number right after one of these words is a reference or a version (a licence's too: "CC BY 4.0"), not a figure.
 _STRUCTURAL = re.compile(r"(\u00a7|\bsections?|\bsec\.|\bpython|\bversions?|\bequations?|\beq\.|\bchapters?|"
-                         r"\bappendix|\btables?|\bfigures?|\bnumpy|\bpytorch|\btorch|\bbook)\s*$", re.IGNORECASE)
+                         r"\bappendix|\btables?|\bfigures?|\bnumpy|\bpytorch|\btorch|\bbook|\bcc by)\s*$",
+                         re.IGNORECASE)
 _OUTPUT_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d*)?|\.\d+)(?:[eE]([-+]?\d+))?")
 _CODE_NUMBER = re.compile(r"(?<![\w.])(\d+\.\d*|\.\d+|\d+)(?:[eE]([-+]?\d+))?(?![\w.])")
 
