@@ -23,7 +23,8 @@ def residual(x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor], 
     dropping an entry of its output while training. Returns out (B, T, D).
 
     Pre-LN (tensor2tensor; Baevski & Auli 2019; Wang et al. 2019; GPT-2; analysed by Xiong et al. 2020) keeps
-    an un-normalised residual path, which trains without warm-up; the stack then needs a final LayerNorm
+    an un-normalised residual path, which can train without warm-up (large pre-LN models still usually use a short
+    one); the stack then needs a final LayerNorm
     (Encoder / Decoder add it).
     """
     if norm_first:
