@@ -478,7 +478,7 @@ def _padding_figure(sentence: str, pads: int, side: str, mask: bool, base, padde
     n = len(padded["tokens"])
     # 64 dpi: the live widget's drawing is stored in the notebook (the flip book sets its own resolution)
     fig, (ax, right) = plt.subplots(1, 2, figsize=(9.6, 4.2), dpi=64, gridspec_kw={"width_ratios": [1.15, 1]})
-    matrix = padded["weights"][layer - 1][head - 1]                # (S', S')
+    matrix = padded["weights"][layer - 1][head - 1]                # (S + pads, S + pads)
     plot_attention(matrix, padded["tokens"], padded["tokens"], ax=ax,
                    title=f"encoder self-attention, layer {layer}, head {head}")
     for j in range(n):
@@ -487,14 +487,14 @@ def _padding_figure(sentence: str, pads: int, side: str, mask: bool, base, padde
             ax.axhspan(j - 0.5, j + 0.5, color="#d62728", alpha=0.25, lw=0)
     keys = torch.tensor(real)
     change = (matrix[keys][:, keys] - base["weights"][layer - 1][head - 1]).abs().max().item()   # real x real
-    ax.set_xlabel(f"key; real rows over real keys: max |Δ weight| = {change:.0e}")
+    ax.set_xlabel(f"key; real rows over real keys: largest weight change {change:.0e}")
     right.bar(range(len(real)), shown, color="#1f77b4")
     right.set_yscale("log")
     right.set_ylim(1e-9, 10)
     right.yaxis.set_minor_locator(plt.NullLocator())
     right.axhline(1e-5, color="grey", ls="--", lw=1)
     right.set_xticks(range(len(real)), base["tokens"], rotation=60, ha="right")
-    right.set_ylabel("max |Δ| over its D numbers")
+    right.set_ylabel("largest change of its D numbers")
     right.set_xlabel("dashed: 1e-5, above float32 rounding")
     right.set_title("encoder output of each real token vs. no padding", fontsize=10)
     same = "the same" if padded["translation"] == base["translation"] else "changed"
@@ -610,8 +610,9 @@ def _decoding_figure(sentence: str, logits, before, tgt_vocab, temperature: floa
     ranked = np.argsort(-measured, kind="stable")[:V - len(never)]          # (V - 2,): most probable first
     x = np.arange(1, len(ranked) + 1)                              # (V - 2,): rank from 1
     drawn = shaped[ranked] > 0                                     # (V - 2,): kept by top-k and top-p
-    log_ax.plot(x[drawn], shaped[ranked][drawn], "o", color="#1f77b4", ms=5, mfc="none")   # hollow: dashes show
-    log_ax.plot(x, model_p[ranked], "_", color="black", ms=7, mew=1.5)
+    log_ax.plot(x[drawn], shaped[ranked][drawn], "o", color="#1f77b4", ms=5, mfc="none",   # hollow: dashes show
+                label="kept: sampled from")
+    log_ax.plot(x, model_p[ranked], "_", color="black", ms=7, mew=1.5, label="the model's (τ = 1)")
     if label_smoothing:
         log_ax.axhline(label_smoothing / V, color="grey", ls="--", lw=1,
                        label=f"$\\varepsilon_{{\\mathrm{{ls}}}}/|\\mathcal{{V}}|$ = {label_smoothing:g}/{V}: "
@@ -629,11 +630,10 @@ def _decoding_figure(sentence: str, logits, before, tgt_vocab, temperature: floa
         mass.axhline(top_p, color="#ff7f0e", ls=":", lw=1.2, label="p_top")
     mass.set_ylim(0, 1.05)
     mass.set_ylabel("cumulative mass")
-    handles, labels = ax.get_legend_handles_labels()
-    for other in (log_ax, mass):
-        h, lab = other.get_legend_handles_labels()
-        handles, labels = handles + h, labels + lab
-    ax.legend(handles, labels, loc="upper right", fontsize=7)
+    ax.legend(loc="upper right", fontsize=7)                       # each panel its own legend
+    handles, labels = log_ax.get_legend_handles_labels()
+    h, lab = mass.get_legend_handles_labels()
+    mass.legend(handles + h, labels + lab, loc="lower right", fontsize=6)   # on top of the twin axis
     fig.suptitle(f"“{sentence}”: the word after “{before or '<bos>'}”", fontsize=10)
     fig.subplots_adjust(left=0.07, right=0.93, bottom=0.22, top=0.84, wspace=0.22)   # tight_layout: 3 times slower
     return fig
