@@ -44,3 +44,19 @@ def test_labels_are_author_year_and_tell_apart_two_works_of_one_first_author_and
     # in list order: the first listed of two equal labels gets "a"
     labels = list(AuthorYearLabelStyle().format_labels([entries["first"], entries["one"], entries["second"]]))
     assert labels == ["Cho et al., 2014a", "Lovelace, 1843", "Cho et al., 2014b"]
+
+
+def test_the_list_sorts_by_first_author_then_year_so_labels_read_in_order():
+    from pybtex.database import parse_string
+
+    from tools.course_bibliography import FirstAuthorYearSortingStyle
+
+    bib = BIB + r"""
+@article{team, author = {Sepp Hochreiter and Y. Bengio and P. Frasconi}, title = {Gradient Flow}, year = {2001}}
+@misc{org, author = {{NVIDIA}}, title = {{H100}}, year = {2022}}
+"""
+    entries = parse_string(bib, "bibtex").entries
+    order = [e.key for e in FirstAuthorYearSortingStyle().sort(entries.values())]
+    assert order.index("two") < order.index("team")            # Hochreiter 1997 before Hochreiter et al. 2001
+    assert order.index("first") < order.index("second")        # one first author and year: by title
+    assert order.index("org") < order.index("nobody")          # a braced organisation sorts by its name

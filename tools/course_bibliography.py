@@ -8,8 +8,11 @@ This extension registers
 - a pybtex label style, `course_author_year`: "Surname, 2015", "Surname and Other, 2015" or "Surname et al., 2015"
   from the authors (else the editors, else the title), with "a", "b", ... after the year where two works would
   get one label;
-- a pybtex formatting style, `course` (pybtex's `unsrt` entries, sorted by author, year and title, labelled as
-  above), which `bibtex_default_style: course` selects for the list;
+- a pybtex sorting style, `course_first_author_year`: by the first author's surname, then the year, then the
+  title, so that the list reads in label order ("Hochreiter and Schmidhuber, 1997" before "Hochreiter et al.,
+  2001") and "2014a" is the earlier title in the alphabet;
+- a pybtex formatting style, `course` (pybtex's `unsrt` entries, sorted and labelled as above), which
+  `bibtex_default_style: course` selects for the list;
 - a referencing style, `course_label`, which cites a work in the text by that same label, several works in one
   citation separated by semicolons ("[Bahdanau et al., 2015; Luong et al., 2015]"), selected by
   `bibtex_reference_style: course_label`.
@@ -24,8 +27,10 @@ from pybtex.plugin import register_plugin as register_pybtex_plugin
 from pybtex.richtext import Text
 from pybtex.style.formatting.unsrt import Style as UnsrtStyle
 from pybtex.style.labels import BaseLabelStyle
+from pybtex.style.sorting import BaseSortingStyle
 
-LABEL_STYLE, FORMATTING_STYLE, REFERENCE_STYLE = "course_author_year", "course", "course_label"
+LABEL_STYLE, SORTING_STYLE = "course_author_year", "course_first_author_year"
+FORMATTING_STYLE, REFERENCE_STYLE = "course", "course_label"
 
 
 def _surname(person) -> str:
@@ -48,6 +53,19 @@ def label_for(entry) -> str:
     return f"{who}, {entry.fields.get('year', 'n.d.')}"
 
 
+def sort_key(entry) -> tuple[str, str, str]:
+    """(first author's surname, year, title), lower case and without TeX braces: the order of the labels."""
+    persons = entry.persons.get("author") or entry.persons.get("editor") or []
+    title = Text.from_latex(entry.fields.get("title", "")).render_as("text")
+    first = _surname(persons[0]) if persons else title
+    return first.lower(), entry.fields.get("year", ""), title.lower()
+
+
+class FirstAuthorYearSortingStyle(BaseSortingStyle):
+    def sorting_key(self, entry):
+        return sort_key(entry)
+
+
 class AuthorYearLabelStyle(BaseLabelStyle):
     def format_labels(self, sorted_entries):
         labels = [label_for(entry) for entry in sorted_entries]
@@ -62,7 +80,7 @@ class AuthorYearLabelStyle(BaseLabelStyle):
 
 class CourseStyle(UnsrtStyle):
     default_label_style = LABEL_STYLE
-    default_sorting_style = "author_year_title"
+    default_sorting_style = SORTING_STYLE
 
 
 def _reference_style():
@@ -86,6 +104,7 @@ def setup(app):
     from sphinxcontrib.bibtex.plugin import register_plugin as register_bibtex_plugin
 
     register_pybtex_plugin("pybtex.style.labels", LABEL_STYLE, AuthorYearLabelStyle)
+    register_pybtex_plugin("pybtex.style.sorting", SORTING_STYLE, FirstAuthorYearSortingStyle)
     register_pybtex_plugin("pybtex.style.formatting", FORMATTING_STYLE, CourseStyle)
     register_bibtex_plugin("sphinxcontrib.bibtex.style.referencing", REFERENCE_STYLE, _reference_style())
     return {"parallel_read_safe": True, "parallel_write_safe": True}

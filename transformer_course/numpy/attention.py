@@ -275,7 +275,8 @@ def scaled_dot_product_attention_forward(q: np.ndarray, k: np.ndarray, v: np.nda
 
 def scaled_dot_product_attention_backward(dout: np.ndarray,
                                           cache: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Returns (dq, dk, dv), in the reverse order of the forward."""
+    """Returns (dq, dk, dv), the gradients of the forward's inputs in their order; computed in the reverse order
+    of the forward (the output's product with v first, the scores last)."""
     v, weights, dropped = cache["v"], cache["weights"], cache["dropped"]
     ddropped = dout @ _T(v)                              # (B, H, Tq, Dh) @ (B, H, Dh, Tk) -> (B, H, Tq, Tk)
     dv = _T(dropped) @ dout                              # (B, H, Tk, Tq) @ (B, H, Tq, Dh) -> (B, H, Tk, Dh)
