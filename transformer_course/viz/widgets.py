@@ -488,7 +488,9 @@ def _padding_figure(sentence: str, pads: int, side: str, mask: bool, base, padde
     keys = torch.tensor(real)
     change = (matrix[keys][:, keys] - base["weights"][layer - 1][head - 1]).abs().max().item()   # real x real
     ax.set_xlabel(f"key; real rows over real keys: largest weight change {change:.0e}")
-    right.bar(range(len(real)), shown, color="#1f77b4")
+    # bars rise from the axis' floor, not from 0: on a log axis a bar from 0 is a path to -infinity, clipped on the
+    # page but reaching past the slide's edge in a browser's layout
+    right.bar(range(len(real)), shown - 1e-9, bottom=1e-9, color="#1f77b4")
     right.set_yscale("log")
     right.set_ylim(1e-9, 10)
     right.yaxis.set_minor_locator(plt.NullLocator())
