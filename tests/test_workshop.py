@@ -271,6 +271,18 @@ def test_a_book_build_keeps_the_workshop_kit(tmp_path):
         "workshop", "workshop/website", "workshop/website/page.html"]
 
 
+def test_a_dropdown_is_folded_in_colab_and_left_out_of_the_walk_through():
+    """A page's dropdown (a detour) becomes a collapsed <details> block in the Colab copies, and the workshop's
+    walk-through counts only the words outside it (the study times count all of them)."""
+    from tools import agenda, colab
+
+    site = colab.build_site(ROOT)
+    context = colab.Context(site, "book/03_general_attention", solutions=False)
+    folded = colab.convert_markdown("Main line.\n\n:::{dropdown} Why it works\nA long detour here.\n:::\n", context)
+    assert "<details>\n<summary>Why it works</summary>" in folded and "A long detour here." in folded
+    assert agenda.main_line(folded).split() == ["Main", "line."]
+
+
 def test_the_agendas_are_up_to_date_and_leave_slack():
     """The guide's agendas (tools/agenda.py, included from book/generated/) are what the decks, the student
     copies and the measured run times give now; the full day leaves at least 45 minutes of slack, the half day

@@ -6,8 +6,10 @@
 
 A block's minutes come from four measured or counted inputs and one rule per part:
 - lecture: one minute per slide of the chapter's deck (tools/slides.py);
-- walk-through: the chapter's prose (the student copy's words outside maths, code and solutions) at 400 words
-  a minute: the instructor reads the key passages and shows the figures, learners skim;
+- walk-through: the chapter's main line (the student copy's words outside maths, code, solutions and dropdowns)
+  at 400 words a minute: the instructor reads the key passages and shows the figures, learners skim; a
+  dropdown is a detour (a derivation, a check, a second experiment) left to reading alone, so it counts in the
+  study times (all the prose at 200 words a minute) and not in the workshop;
 - code: the chapter's measured run time top to bottom (transformer_course/results/chapter_times.json, from
   `python benchmarks/chapter_times.py`) times 4, since the environment check accepts a laptop up to four times
   slower than the machine that measured it; a "demo" block runs the code once, on the instructor's screen
@@ -99,7 +101,8 @@ def _clock(minutes: int) -> str:
 @dataclass
 class Chapter:
     slides: int
-    words: int
+    words: int                     # all the prose (study times)
+    main_words: int                # the prose outside dropdowns (the workshop's walk-through)
     seconds: float
     exercises: dict[str, tuple[str, bool]]   # label -> ("Exercise 3.6", coding?)
 
@@ -122,6 +125,12 @@ def _exercises(notebook: Path, site) -> dict[str, tuple[str, bool]]:
     return found
 
 
+def main_line(student_prose: str) -> str:
+    """A student copy's prose without its dropdowns: that copy has no solutions, so its only `<details>` blocks
+    are the page's dropdowns (tools/colab.py folds each `{dropdown}` into one)."""
+    return re.sub(r"<details>.*?</details>", " ", student_prose, flags=re.DOTALL)
+
+
 def chapters() -> dict[str, Chapter]:
     site = build_site(ROOT)
     times = json.loads(TIMES.read_text())["notebooks"]
@@ -134,8 +143,8 @@ def chapters() -> dict[str, Chapter]:
         prose = "\n".join(re.sub(r"```.*?```", " ", cell_source(c), flags=re.DOTALL)
                           for c in student["cells"] if c["cell_type"] == "markdown")
         _, _, slides = deck(notebook, site)
-        result[notebook.stem] = Chapter(slides, visible_words(prose), times[notebook.name]["seconds"],
-                                        _exercises(notebook, site))
+        result[notebook.stem] = Chapter(slides, visible_words(prose), visible_words(main_line(prose)),
+                                        times[notebook.name]["seconds"], _exercises(notebook, site))
     return result
 
 
@@ -145,7 +154,7 @@ def block_minutes(block: Block, all_chapters: dict[str, Chapter]) -> dict[str, i
     chapter = all_chapters[block.chapter]
     exercises = {label: kind for c in all_chapters.values() for label, kind in c.exercises.items()}
     parts = {"lecture": chapter.slides * SLIDE_MINUTES,
-             "walk-through": 0 if block.demo else math.ceil(chapter.words / WORDS_PER_MINUTE),
+             "walk-through": 0 if block.demo else math.ceil(chapter.main_words / WORDS_PER_MINUTE),
              "code": math.ceil(chapter.seconds * (1 if block.demo else LAPTOP_SLOWDOWN) / 60),
              "exercises": sum(CODING_MINUTES if exercises[label][1] else OTHER_MINUTES
                               for label in block.exercises)}
@@ -186,8 +195,9 @@ def render(all_chapters: dict[str, Chapter]) -> tuple[str, dict[str, int]]:
     full, full_slack = schedule(FULL_DAY, all_chapters)
     half, half_slack = schedule(HALF_DAY, all_chapters)
     optional = block_minutes(OPTIONAL, all_chapters)
-    inputs = ["| chapter | slides | words | code (s) |", "|---|---|---|---|"]
-    inputs += [f"| {name} | {c.slides} | {c.words} | {c.seconds:.0f} |" for name, c in all_chapters.items()]
+    inputs = ["| chapter | slides | words (main line / all) | code (s) |", "|---|---|---|---|"]
+    inputs += [f"| {name} | {c.slides} | {c.main_words} / {c.words} | {c.seconds:.0f} |"
+               for name, c in all_chapters.items()]
     text = "\n".join([
         "<!-- Written by `python -m tools.agenda` (tools/agenda.py) from the decks, the student copies and "
         "transformer_course/results/chapter_times.json; do not edit by hand. -->",
