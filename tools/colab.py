@@ -12,7 +12,8 @@ Colab renders CommonMark with MathJax, not MyST, so each chapter's Markdown is r
 - cross-references ({numref}, {ref}, {eq}, {doc}) become links into the website (`html.baseurl` of
   _config.yml); a figure is "the figure above/below", since its number is given by the whole book;
 - exercises become headings numbered per page as on the website ("Exercise 6.2", "Exercise D.2"),
-  admonitions block quotes with a bold title, dropdowns (a page's detours) collapsed `<details>` blocks, figures and images Markdown images with their caption; maths
+  admonitions block quotes with a bold title, dropdowns (a page's detours) collapsed `<details>` blocks,
+  figures and images Markdown images with their caption; maths
   stays `$...$` / `$$...$$`;
 - glued values ({glue:text} and friends) are pasted from the chapter's stored outputs;
 - the caption of a figure made by a code cell (cell metadata `mystnb.figure.caption`) becomes a Markdown cell
