@@ -213,6 +213,7 @@ def render_study_times(all_chapters: dict[str, Chapter]) -> str:
     once on the machine that measured it, and its exercises at the workshop's minutes (15 coding, 5 other)."""
     rows = ["| page | words | reading (min) | code, top to bottom (s) | exercises: coding + other | "
             "total (h) |", "|---|---|---|---|---|---|"]
+    sums = {"words": 0, "reading": 0, "seconds": 0.0, "coding": 0, "other": 0, "minutes": 0.0}
     for name, chapter in all_chapters.items():
         coding = sum(1 for _, is_coding in chapter.exercises.values() if is_coding)
         other = len(chapter.exercises) - coding
@@ -220,6 +221,10 @@ def render_study_times(all_chapters: dict[str, Chapter]) -> str:
         total = reading + chapter.seconds / 60 + coding * CODING_MINUTES + other * OTHER_MINUTES
         rows.append(f"| {{doc}}`{name}` | {chapter.words} | {reading} | {chapter.seconds:.0f} | {coding} + {other} | "
                     f"{total / 60:.1f} |")
+        for key, value in zip(sums, (chapter.words, reading, chapter.seconds, coding, other, total)):
+            sums[key] += value
+    rows.append(f"| **all pages** | {sums['words']} | {sums['reading']} | {sums['seconds']:.0f} | "
+                f"{sums['coding']} + {sums['other']} | {sums['minutes'] / 60:.1f} |")
     return "\n".join([
         "<!-- Written by `python -m tools.agenda` (tools/agenda.py) from the student copies and "
         "transformer_course/results/chapter_times.json; do not edit by hand. -->", "", *rows, ""])
