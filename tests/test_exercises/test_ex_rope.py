@@ -1,10 +1,12 @@
 """Chapter 6's RoPE check accepts a right answer and gives the right hint for each common mistake."""
 import numpy as np
 import pytest
+import torch
 
 from transformer_course.exercises import ExerciseError, check_rope
 from transformer_course.exercises.rope import package_rope, rope_reference
 from transformer_course.numpy.positional import rotary_positions_forward
+from transformer_course.torch.positional import RotaryPositions
 
 
 def good_rope(x, positions, base):
@@ -100,3 +102,24 @@ def test_torch_answers_and_unattempted_stubs(capsys):
         raise NotImplementedError
     assert check_rope(stub) is False
     assert "not attempted yet" in capsys.readouterr().out
+
+
+def test_the_package_takes_another_base_in_both_twins():
+    """base^(-2i / D_h) for another base than 10000: the package's NumPy forward is the complex turn written out
+    here, its PyTorch twin agrees, and a base that is not above 1 is refused by name."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((5, 8))
+    positions = np.arange(2, 7)
+    package, _ = rotary_positions_forward(x[None, None], offset=2, base=500.0)      # (1, 1, T, D_h)
+    omega = 500.0 ** (-np.arange(0, 8, 2) / 8)
+    complex_turn = (x[:, 0::2] + 1j * x[:, 1::2]) * np.exp(1j * positions[:, None] * omega)
+    assert np.allclose(package[0, 0, :, 0::2], complex_turn.real, atol=1e-12)
+    assert np.allclose(package[0, 0, :, 1::2], complex_turn.imag, atol=1e-12)
+    twin = RotaryPositions(8, max_len=16, base=500.0)(torch.from_numpy(x)[None, None], offset=2)
+    assert np.allclose(twin[0, 0].numpy(), package[0, 0], atol=1e-12)
+    assert np.allclose(package_rope(x, positions, base=500.0), package[0, 0], atol=1e-12)
+    for bad in (1.0, 0, -5.0, "10000", True):
+        with pytest.raises(ValueError, match="base: expected a number greater than 1"):
+            rotary_positions_forward(x[None, None], base=bad)
+        with pytest.raises(ValueError, match="base: expected a number greater than 1"):
+            RotaryPositions(8, max_len=16, base=bad)

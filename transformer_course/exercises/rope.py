@@ -1,8 +1,9 @@
 """Checks for chapter 6's rotary position embeddings (RoPE): turn each pair of a query or key by its angle.
 
 The check calls the learner's `fn(x, positions, base)` on a (T, D_h) array and compares with the package's
-`rotary_positions_forward` (one row at a time, so the positions need not be consecutive), then with a base other
-than 10000, where it uses the formula written out here (the tests check that formula against the package). It
+`rotary_positions_forward` (one row at a time, so the positions need not be consecutive), at the paper's base
+10000 and at another base; the formula written out here builds the hints (the tests check it against the
+package). It
 recognises the usual mistakes: pairs taken as the two halves of the head (the GPT-NeoX "rotate half" layout,
 not the package's), the turn in the wrong direction, the exponent halved or doubled, every pair turned by the
 same angle, the given positions or the given base ignored.
@@ -37,10 +38,10 @@ def rope_reference(x, positions, base=10000.0):
     return _turn(np.asarray(x, dtype=np.float64), _angles(positions, x.shape[1], base))
 
 
-def package_rope(x, positions):
-    """The package's `rotary_positions_forward` (base 10000), row t at position positions[t]: (T, D_h)."""
+def package_rope(x, positions, base=10000.0):
+    """The package's `rotary_positions_forward`, row t at position positions[t]: (T, D_h)."""
     x = np.asarray(x, dtype=np.float64)
-    return np.concatenate([rotary_positions_forward(x[None, None, t:t + 1], offset=int(p))[0][0, 0]
+    return np.concatenate([rotary_positions_forward(x[None, None, t:t + 1], offset=int(p), base=base)[0][0, 0]
                            for t, p in enumerate(positions)])
 
 
@@ -84,7 +85,7 @@ def check_rope(fn) -> None:
     for x, positions, base in cases:
         name = f"fn(x of shape {x.shape}, positions={positions.tolist()}, base={base:g})"
         got = as_numpy(call_learner(fn, x, positions, base), name)
-        expected = package_rope(x, positions) if base == 10000.0 else rope_reference(x, positions, base)
+        expected = package_rope(x, positions, base)
         compare_arrays(got, expected, name, atol=1e-8, rtol=1e-6, hints=rope_hints(x, positions, base))
     passed("pair (x[t, 2i], x[t, 2i+1]) turned by positions[t] * base^(-2i / D_h), as the package's "
            "rotary_positions_forward does.")

@@ -92,19 +92,27 @@ def learned_positions_backward(dout: np.ndarray, cache: tuple) -> tuple[np.ndarr
 
 # ---------------------------------------------------------------- rotary position embeddings (Su et al. 2021)
 
-def rotary_angles(positions: np.ndarray, d_head: int) -> np.ndarray:
-    """phi[pos, i] = pos * omega_i, omega_i = 10000^(-2i / Dh), for each position pos and pair i = 0 .. Dh/2 - 1:
+def _check_rotary_base(base) -> None:
+    if isinstance(base, bool) or not isinstance(base, (int, float, np.integer, np.floating)) or not base > 1:
+        raise ValueError(f"base: expected a number greater than 1 (the paper's 10000; schemes for longer inputs "
+                         f"raise it), got {base!r}")
+
+
+def rotary_angles(positions: np.ndarray, d_head: int, base: float = 10000.0) -> np.ndarray:
+    """phi[pos, i] = pos * omega_i, omega_i = base^(-2i / Dh), for each position pos and pair i = 0 .. Dh/2 - 1:
     the angle by which pair (2i, 2i + 1) of a query or key at position pos is rotated. Float64 (the PyTorch
-    twin's table agrees)."""
+    twin's table agrees). `base` is 10000 in Su et al.; stretching RoPE to longer inputs raises it."""
     if not isinstance(d_head, (int, np.integer)) or d_head <= 0 or d_head % 2:
         raise ValueError(f"d_head: rotary embeddings rotate pairs of dimensions, so the head width must be a "
                          f"positive even number; got {d_head!r}")
-    inverse_frequency = np.power(10000.0, -np.arange(0, d_head, 2, dtype=np.float64) / d_head)  # (Dh/2,)
+    _check_rotary_base(base)
+    inverse_frequency = np.power(float(base), -np.arange(0, d_head, 2, dtype=np.float64) / d_head)  # (Dh/2,)
     return np.asarray(positions, dtype=np.float64)[:, None] * inverse_frequency  # (T, Dh/2)
 
 
-def rotary_positions_forward(x: np.ndarray, offset: int = 0) -> tuple[np.ndarray, tuple]:
-    """Rotate each pair (x[..., 2i], x[..., 2i+1]) of x (B, H, T, Dh) by the angle of its position offset + t.
+def rotary_positions_forward(x: np.ndarray, offset: int = 0, base: float = 10000.0) -> tuple[np.ndarray, tuple]:
+    """Rotate each pair (x[..., 2i], x[..., 2i+1]) of x (B, H, T, Dh) by the angle of its position offset + t
+    (frequencies omega_i = base^(-2i / Dh), see `rotary_angles`).
 
     As complex numbers, pair i becomes (x_2i + j x_2i+1) e^(j pos omega_i), so a query at position pos_q and a key
     at pos_k score Re(sum_i q^(i) conj(k^(i)) e^(j (pos_q - pos_k) omega_i)): a function of the offset only.
@@ -112,7 +120,7 @@ def rotary_positions_forward(x: np.ndarray, offset: int = 0) -> tuple[np.ndarray
     if not isinstance(x, np.ndarray) or x.ndim != 4:
         raise ValueError(f"x: expected shape (B, H, T, Dh), got {getattr(x, 'shape', type(x).__name__)}")
     T, Dh = x.shape[2], x.shape[3]
-    angles = rotary_angles(np.arange(offset, offset + T), Dh)  # (T, Dh/2)
+    angles = rotary_angles(np.arange(offset, offset + T), Dh, base)  # (T, Dh/2)
     cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)  # (T, Dh/2) each
     even, odd = x[..., 0::2], x[..., 1::2]              # (B, H, T, Dh/2) each
     rotated = np.stack([even * cos - odd * sin,          # the 2-D rotation of every pair ...

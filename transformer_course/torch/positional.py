@@ -76,13 +76,20 @@ class LearnedPositions(nn.Module):
 
 # ---------------------------------------------------------------- rotary position embeddings (Su et al. 2021)
 
-def rotary_angles(positions: torch.Tensor, d_head: int) -> torch.Tensor:
-    """phi[pos, i] = pos * 10000^(-2i / Dh): the angle by which pair (2i, 2i + 1) at position pos is rotated
-    (float64, as the NumPy twin)."""
+def _check_rotary_base(base) -> None:
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or not base > 1:
+        raise ValueError(f"base: expected a number greater than 1 (the paper's 10000; schemes for longer inputs "
+                         f"raise it), got {base!r}")
+
+
+def rotary_angles(positions: torch.Tensor, d_head: int, base: float = 10000.0) -> torch.Tensor:
+    """phi[pos, i] = pos * base^(-2i / Dh): the angle by which pair (2i, 2i + 1) at position pos is rotated
+    (float64, as the NumPy twin). `base` is 10000 in Su et al.; stretching RoPE to longer inputs raises it."""
     if not isinstance(d_head, int) or d_head <= 0 or d_head % 2:
         raise ValueError(f"d_head: rotary embeddings rotate pairs of dimensions, so the head width must be a "
                          f"positive even number; got {d_head!r}")
-    inverse_frequency = torch.pow(10000.0, -torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)  # (Dh/2,)
+    _check_rotary_base(base)
+    inverse_frequency = torch.pow(float(base), -torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)  # (Dh/2,)
     return positions.to(torch.float64)[:, None] * inverse_frequency  # (T, Dh/2)
 
 
@@ -91,10 +98,10 @@ class RotaryPositions(nn.Module):
     position offset + t; a query at pos_q and a key at pos_k then score a function of pos_q - pos_k only.
     No parameters."""
 
-    def __init__(self, d_head: int, max_len: int):
+    def __init__(self, d_head: int, max_len: int, base: float = 10000.0):
         super().__init__()
-        self.max_len = max_len
-        angles = rotary_angles(torch.arange(max_len), d_head)  # (max_len, Dh/2)
+        self.max_len, self.base = max_len, base
+        angles = rotary_angles(torch.arange(max_len), d_head, base)  # (max_len, Dh/2)
         # buffers (they move with .to(device)) that are not saved: functions of (max_len, d_head)
         self.register_buffer("cos", torch.cos(angles).float(), persistent=False)  # (max_len, Dh/2)
         self.register_buffer("sin", torch.sin(angles).float(), persistent=False)  # (max_len, Dh/2)
@@ -105,7 +112,7 @@ class RotaryPositions(nn.Module):
             raise ValueError(f"x: expected at most max_len={self.max_len} positions (offset {offset} + length "
                              f"{T}); raise ModelConfig.max_len")
         if x.dtype == torch.float64:                     # float64 checks: angles not rounded to float32
-            angles = rotary_angles(torch.arange(offset, offset + T), x.shape[-1]).to(x.device)  # (T, Dh/2)
+            angles = rotary_angles(torch.arange(offset, offset + T), x.shape[-1], self.base).to(x.device)  # (T, Dh/2)
             cos, sin = torch.cos(angles), torch.sin(angles)
         else:
             cos = self.cos[offset:offset + T].to(x.dtype)  # (T, Dh/2)
