@@ -134,6 +134,14 @@ def test_formulas_are_read_from_prose_not_code():
     assert sorted(notation.rendered_formulas(markdown)) == sorted(notation.formulas(markdown))
 
 
+def test_a_dropdown_title_is_maths_as_its_body_is():
+    """A directive's title is inline Markdown: its formulas are read, and a formula that a cell writes twice,
+    once in a title and once in the text, is two formulas on both sides."""
+    markdown = "With $d_k = 16$ here.\n\n:::{dropdown} Why $d_k = 16$\nBody $\\eta$.\n:::\n"
+    assert sorted(notation.rendered_formulas(markdown)) == sorted(notation.formulas(markdown)) == [
+        "\\eta", "d_k = 16", "d_k = 16"]
+
+
 PLANTED_TABLE = """# Notation
 
 ## Sizes

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -451,6 +452,8 @@ def rendered_formulas(markdown: str) -> list[str]:
                 if token.info.strip().startswith("{math}"):
                     found.append(body.strip())
                 else:
+                    # the directive's argument (a dropdown's or an admonition's title) is inline Markdown too
+                    walk(_MD.parseInline(token.info.strip().split("}", 1)[1].strip()))
                     walk(_MD.parse(body))
             walk(token.children or [])
     walk(_MD.parse(markdown))
@@ -716,8 +719,9 @@ def broken_formulas(pages: list[Page]) -> list[tuple[str, int, str]]:
             written = sorted(" ".join(t.split()) for t in texs)
             parsed = sorted(" ".join(t.split()) for t in page.rendered.get(index, []))
             if written != parsed:
-                lost = [t for t in written if t not in parsed]
-                extra = [t for t in parsed if t not in written]
+                # counted, so that a formula written twice and read once is caught too
+                lost = list((Counter(written) - Counter(parsed)).elements())
+                extra = list((Counter(parsed) - Counter(written)).elements())
                 what = (f"the formula ${_short(lost[0])}$ as written" if lost else
                         f"${_short(extra[0])}$ as a formula, which the source does not mean")
                 broken.append((page.name, index, f"{page.name}, cell {index}: MyST does not read {what}; the page "
