@@ -175,8 +175,9 @@ def test_the_student_copy_is_the_copy_without_its_solutions(docname):
     code = [[cell_source(c) for c in nb["cells"] if c["cell_type"] == "code"] for nb in (copy, student)]
     assert code[0] == code[1]           # the same stubs and checks, the same install cell
     text = "\n".join(cell_source(c) for c in student["cells"] if c["cell_type"] == "markdown")
-    assert "<details>" not in text and "Solution to" not in text
-    assert ("<details>" in "\n".join(cell_source(c) for c in copy["cells"])) == ("#### Exercise" in text)
+    # a <details> block of the student copy is a folded detour (a {dropdown}), never a solution
+    assert "<summary>Solution" not in text and "Solution to" not in text
+    assert ("<summary>Solution" in "\n".join(cell_source(c) for c in copy["cells"])) == ("#### Exercise" in text)
 
 
 # ------------------------------------------------------------------------------------------ the release pin
