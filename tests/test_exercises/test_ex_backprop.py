@@ -5,8 +5,10 @@ import pytest
 from transformer_course.exercises import ExerciseError
 from transformer_course.exercises.backprop import (
     check_attention_backward,
+    check_embedding_backward,
     check_label_smoothing_backward,
     check_layernorm_backward,
+    check_linear_backward,
     check_softmax_backward,
     check_softmax_walk,
 )
@@ -451,3 +453,139 @@ def test_softmax_walk_learner_cannot_spoil_inputs():
         return result
 
     assert check_softmax_walk(in_place) is True
+
+
+# ---------------------------------------------------------------------------------------- linear layer backward
+def good_linear_backward(dout, x, W):
+    D_in, D_out = W.shape
+    return dout @ W.T, x.reshape(-1, D_in).T @ dout.reshape(-1, D_out), dout.reshape(-1, D_out).sum(0)
+
+
+def test_linear_reference_passes(capsys):
+    assert check_linear_backward(good_linear_backward) is True
+    assert "✔ Correct" in capsys.readouterr().out
+
+
+def test_linear_einsum_and_torch_autograd_pass():
+    torch = pytest.importorskip("torch")
+
+    def einsum(dout, x, W):
+        return dout @ W.T, np.einsum("bti,bto->io", x, dout), np.einsum("bto->o", dout)
+
+    def autograd(dout, x, W):
+        xt, Wt = torch.tensor(x, requires_grad=True), torch.tensor(W, requires_grad=True)
+        bt = torch.zeros(W.shape[1], dtype=torch.float64, requires_grad=True)
+        ((xt @ Wt + bt) * torch.tensor(dout)).sum().backward()
+        return xt.grad, Wt.grad, bt.grad
+
+    assert check_linear_backward(einsum) is True and check_linear_backward(autograd) is True
+
+
+def test_linear_stub_is_not_attempted(capsys):
+    def stub(dout, x, W):
+        raise NotImplementedError
+
+    assert check_linear_backward(stub) is False
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def _linear(dx=None, dW=None, db=None):
+    def fn(dout, x, W):
+        good = good_linear_backward(dout, x, W)
+        return (dx(dout, x, W) if dx else good[0], dW(dout, x, W) if dW else good[1],
+                db(dout, x, W) if db else good[2])
+    return fn
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (_linear(dx=lambda d, x, W: d @ W), "dx, input 1 .* the weight is not transposed"),
+    (_linear(dW=lambda d, x, W: good_linear_backward(d, x, W)[1].T), "dW, input 1 .* is transposed"),
+    (_linear(dW=lambda d, x, W: np.einsum("bti,bto->bio", x, d)), "one matrix per batch entry"),
+    (_linear(dW=lambda d, x, W: x[0].T @ d[0]), "only batch entry 0"),
+    (_linear(db=lambda d, x, W: d), "db, input 1 .* broadcast to every position"),
+    (_linear(db=lambda d, x, W: d.sum(axis=0)), "summed over ALL leading axes"),
+    (_linear(db=lambda d, x, W: d.reshape(-1, W.shape[1]).mean(0)), "SUM of dout over the positions, not the mean"),
+    (_linear(db=lambda d, x, W: d[0].sum(0)), "db, .*only batch entry 0"),
+    (_linear(dx=lambda d, x, W: d @ W.T + 0.01), "dx, input 1 .* values differ"),
+    (lambda d, x, W: good_linear_backward(d, x, W)[:2], "the gradients of x, W and b"),
+])
+def test_linear_mistakes_get_their_hint(fn, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_linear_backward(fn)
+
+
+def test_linear_bug_seen_only_on_the_rectangular_input_names_it():
+    """Right on the square input 1 only: the rectangular input 2 still catches it, and says which input."""
+    def square_only(dout, x, W):
+        dx, dW, db = good_linear_backward(dout, x, W)
+        return dx, (dW if W.shape[0] == W.shape[1] else dW[:, :-1]), db
+
+    with pytest.raises(ExerciseError, match=r"dW, input 2 \(D_in = 4, D_out = 5\), has shape"):
+        check_linear_backward(square_only)
+
+
+def test_linear_learner_cannot_spoil_inputs():
+    def in_place(dout, x, W):
+        result = tuple(a.copy() for a in good_linear_backward(dout, x, W))
+        for a in (dout, x, W):
+            a[...] = 0.0
+        return result
+
+    assert check_linear_backward(in_place) is True
+
+
+# ---------------------------------------------------------------------------------------- embedding backward
+def good_embedding_backward(dout, tokens, V):
+    D = dout.shape[-1]
+    dE = np.zeros((V, D))
+    np.add.at(dE, tokens.reshape(-1), dout.reshape(-1, D) * np.sqrt(D))
+    return dE
+
+
+def test_embedding_reference_passes(capsys):
+    assert check_embedding_backward(good_embedding_backward) is True
+    assert "✔ Correct" in capsys.readouterr().out
+
+
+def test_embedding_one_hot_matmul_passes():
+    def one_hot(dout, tokens, V):
+        D = dout.shape[-1]
+        return np.eye(V)[tokens.reshape(-1)].T @ dout.reshape(-1, D) * np.sqrt(D)   # (V, B*T) @ (B*T, D)
+
+    assert check_embedding_backward(one_hot) is True
+
+
+def test_embedding_stub_is_not_attempted(capsys):
+    def stub(dout, tokens, V):
+        raise NotImplementedError
+
+    assert check_embedding_backward(stub) is False
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def _overwrite(dout, tokens, V):
+    D = dout.shape[-1]
+    dE = np.zeros((V, D))
+    dE[tokens] += dout * np.sqrt(D)
+    return dE
+
+
+def _overwrite_assign(dout, tokens, V):
+    D = dout.shape[-1]
+    dE = np.zeros((V, D))
+    dE[tokens.reshape(-1)] = dout.reshape(-1, D) * np.sqrt(D)
+    return dE
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (_overwrite, "repeated tokens .* hold ONE position's gradient"),
+    (_overwrite_assign, "np.add.at"),
+    (lambda d, t, V: good_embedding_backward(d, t, V) / np.sqrt(d.shape[-1]), "sqrt.D. times too small"),
+    (lambda d, t, V: good_embedding_backward(d, t, V) / d.shape[-1], "divided by sqrt.D."),
+    (lambda d, t, V: good_embedding_backward(d, t, V) + 0.01, "tokens 2 and 4 do not occur"),
+    (lambda d, t, V: good_embedding_backward(d, t, V).T, "dE has shape .4, 7., expected .7, 4."),
+    (lambda d, t, V: None, "forget to `return`".replace("`", ".")),
+])
+def test_embedding_mistakes_get_their_hint(fn, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_embedding_backward(fn)

@@ -1,13 +1,16 @@
 """Checks for appendix A (backpropagation by hand): the backward passes of softmax, of LayerNorm, of masked
 scaled dot-product attention and of label-smoothed cross-entropy, and the softmax's backward written one
-primitive at a time (`check_softmax_walk`, which names the first wrong line of the walk).
+primitive at a time (`check_softmax_walk`, which names the first wrong line of the walk); and the linear layer
+and the embedding look-up (`check_linear_backward`, `check_embedding_backward`).
 
 Each check calls the learner's function on small fixed float64 inputs, compares it with a reference written
 out here (not the package's, which the appendix is teaching), and recognises the usual mistakes: a missing
 correction term, a sum or mean over the wrong axis, a sign error, a forgotten gamma or 1/sigma factor.
 When the answer matches none of them, it reports two properties every correct answer has (the rows of the
 gradient sum to zero; it is orthogonal to the output / to the normalised input), which often shows where to
-look.
+look. The linear and embedding checks instead compare with the package's backward, itself confirmed inside the
+check by central differences, and name the transposed weight, the bias gradient not summed over every position,
+and the repeated token rows overwritten instead of accumulated.
 """
 from __future__ import annotations
 
@@ -27,7 +30,8 @@ from ._feedback import (
 )
 
 __all__ = ["check_softmax_backward", "check_layernorm_backward", "check_attention_backward",
-           "check_label_smoothing_backward", "check_softmax_walk"]
+           "check_label_smoothing_backward", "check_softmax_walk", "check_linear_backward",
+           "check_embedding_backward"]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -489,3 +493,125 @@ def check_softmax_walk(fn):
     return passed("every line of the walk. dm is 0 up to rounding (below 1e-10): shifting a row by its maximum "
                   "does not change p, so the max needs no gradient, and dx equals the formula "
                   "p * (dout - sum(dout * p)).")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the linear layer and the embedding: checked against the package's backward AND central differences
+# ----------------------------------------------------------------------------------------------------------
+def _central_differences(loss, x, eps=1e-6):
+    """d loss() / dx by central differences (x perturbed in place and restored), float64."""
+    grad = np.zeros_like(x)
+    flat_x, flat_g = x.reshape(-1), grad.reshape(-1)
+    for i in range(x.size):
+        old = flat_x[i]
+        flat_x[i] = old + eps
+        plus = loss()
+        flat_x[i] = old - eps
+        flat_g[i] = (plus - loss()) / (2 * eps)
+        flat_x[i] = old
+    return grad
+
+
+def _linear_case(rng, B, T, D_in, D_out):
+    """Inputs of one linear check and its expected (dx, dW, db): the package's backward, confirmed here by
+    central differences of L = sum(out * dout) (so a bug in the package could not pass a learner's bug)."""
+    from transformer_course.numpy import linear_backward, linear_forward
+
+    x = rng.normal(size=(B, T, D_in))                    # (B, T, D_in)
+    W = rng.normal(size=(D_in, D_out))                   # (D_in, D_out): stored (in, out)
+    b = rng.normal(size=D_out)                           # (D_out,)
+    dout = rng.normal(size=(B, T, D_out))                # (B, T, D_out)
+    expected = linear_backward(dout, linear_forward(x, W, b)[1])
+
+    def loss():
+        return float(((x @ W + b) * dout).sum())
+
+    for arr, grad in zip((x, W, b), expected):
+        assert np.allclose(_central_differences(loss, arr), grad, atol=1e-6), "package and finite differences differ"
+    return x, W, dout, expected
+
+
+@exercise_check
+def check_linear_backward(fn):
+    """Check `fn(dout, x, W) -> (dx, dW, db)` for out = x @ W + b.
+
+    x: (B, T, D_in), W: (D_in, D_out) (stored in, out, as in the package), dout: (B, T, D_out).
+    dx: (B, T, D_in), dW: (D_in, D_out), db: (D_out,). Two inputs: a square W (D_in = D_out, where a transposed
+    product still runs) and a rectangular one. The expected gradients are the package's `linear_backward`,
+    confirmed by central differences.
+    """
+    rng = np.random.default_rng(1958)
+    for n, (B, T, D_in, D_out) in enumerate(((2, 3, 4, 4), (2, 3, 4, 5)), start=1):
+        x, W, dout, (dx, dW, db) = _linear_case(rng, B, T, D_in, D_out)
+        got = split_arrays(call_learner(fn, dout, x, W), ("dx", "dW", "db"), "your function",
+                           "the gradients of x, W and b, in that order")
+        where = f"input {n} (D_in = {D_in}, D_out = {D_out})"
+        flat_d = dout.reshape(-1, D_out)                                           # (B*T, D_out)
+        compare_arrays(got[0], dx, f"dx, {where},", atol=1e-8, rtol=1e-6, hints=[
+            (dout @ W if D_in == D_out else None,                                  # only runs when W is square
+             "the weight is not transposed: out = x @ W, so dx = dout @ W.T (shape (..., D_in))."),
+            (dx / (B * T), "dx is divided by the number of positions: each position's dx is its own "
+                           "dout @ W.T, nothing is averaged.")])
+        if got[1].shape == (D_out, D_in) and np.allclose(got[1], dW.T, atol=1e-8):
+            raise ExerciseError(f"dW, {where}, is transposed: dW = x.T @ dout (positions flattened), shape "
+                                f"(D_in, D_out) like W, not dout.T @ x.")
+        if got[1].shape == (B, D_in, D_out):
+            raise ExerciseError(f"dW, {where}, has one matrix per batch entry {got[1].shape}: W is shared by every "
+                                "position of every sequence, so sum over all of them: flatten x and dout to "
+                                "(B*T, D) rows first, then dW = x.T @ dout.")
+        compare_arrays(got[1], dW, f"dW, {where},", atol=1e-8, rtol=1e-6, hints=[
+            (x[0].T @ dout[0], "only batch entry 0 contributed: W is used at every position of every sequence, "
+                               "so dW sums over all B*T of them (flatten x and dout to rows first)."),
+            (dW / (B * T), "dW is the SUM over positions, not the mean: L already averages where it should.")])
+        if got[2].shape == (B, T, D_out) or got[2].shape == (T, D_out) or got[2].shape == (B, D_out):
+            raise ExerciseError(f"db, {where}, has shape {got[2].shape}, expected {(D_out,)}: the bias was "
+                                "broadcast to every position of every sequence in the forward pass, so its "
+                                "gradient is dout summed over ALL leading axes: dout.reshape(-1, D_out).sum(axis=0).")
+        compare_arrays(got[2], db, f"db, {where},", atol=1e-8, rtol=1e-6, hints=[
+            (flat_d.mean(axis=0), "db is the SUM of dout over the positions, not the mean."),
+            (dout[0].sum(axis=0), "only batch entry 0 contributed: sum dout over every leading axis.")])
+    return passed("dx = dout @ W.T, dW = x.T @ dout and db = dout summed over every position (the sum rule): "
+                  "the package's linear_backward and central differences agree with you.")
+
+
+@exercise_check
+def check_embedding_backward(fn):
+    """Check `fn(dout, tokens, V) -> dE` for out = E[tokens] * sqrt(D) (the package's scaled look-up).
+
+    tokens: (B, T) ids in [0, V), with repeats; dout: (B, T, D); dE: (V, D). The expected gradient is the
+    package's `embedding_backward`, confirmed by central differences.
+    """
+    from transformer_course.numpy import embedding_backward, embedding_forward
+
+    rng = np.random.default_rng(1603)
+    V, D = 7, 4
+    tokens = np.array([[3, 1, 3, 5], [3, 0, 1, 6]])     # (B=2, T=4): token 3 three times, token 1 twice; 2, 4 unused
+    E = rng.normal(size=(V, D))                          # (V, D)
+    dout = rng.normal(size=(2, 4, D))                    # (B, T, D)
+    out, cache = embedding_forward(tokens, {"E": E})
+    expected = embedding_backward(dout, cache)[1]["E"]   # (V, D)
+    fd = _central_differences(lambda: float((embedding_forward(tokens, {"E": E})[0] * dout).sum()), E)
+    assert np.allclose(fd, expected, atol=1e-6), "package and finite differences differ"
+    got = as_numpy(call_learner(fn, dout, tokens, V), "dE")
+    factor = math.sqrt(D)
+    overwrite = np.zeros((V, D))
+    overwrite[tokens.reshape(-1)] = dout.reshape(-1, D) * factor            # what dE[tokens] += ... does
+    if got.shape == expected.shape and not np.allclose(got, expected, atol=1e-8):
+        if np.allclose(got, overwrite, atol=1e-8) or np.allclose(got, overwrite / factor, atol=1e-8):
+            raise ExerciseError("dE is not right yet: the rows of repeated tokens (3 appears three times, 1 twice) "
+                                "hold ONE position's gradient instead of the sum of all of them. "
+                                "`dE[tokens] += ...` is buffered: a repeated index is written once, not "
+                                "accumulated. Use np.add.at(dE, tokens.reshape(-1), dout.reshape(-1, D) * sqrt(D)).")
+        if np.allclose(got, expected / factor, atol=1e-8):
+            raise ExerciseError("dE is sqrt(D) times too small: the forward pass multiplied E[tokens] by sqrt(D), "
+                                "so the backward multiplies dout by sqrt(D) too.")
+        if np.allclose(got, expected / D, atol=1e-8):
+            raise ExerciseError("dE is not right yet: you divided by sqrt(D) where the forward pass multiplied "
+                                "by it; multiply dout by sqrt(D).")
+        unused = np.abs(got[[2, 4]]).max()
+        if unused > 0:
+            raise ExerciseError(f"dE is not right yet: tokens 2 and 4 do not occur in the batch, so their rows "
+                                f"must be 0, but one entry is {unused:.3g}.")
+    compare_arrays(got, expected, "dE", atol=1e-8, rtol=1e-6)
+    return passed("each position's dout * sqrt(D) is added into the row of its token, repeats accumulated "
+                  "(np.add.at): the package's embedding_backward and central differences agree with you.")
