@@ -5,7 +5,12 @@ import numpy as np
 import pytest
 
 from transformer_course.exercises import ExerciseError
-from transformer_course.exercises.multi_head import check_merge_heads, check_multi_head_attention, check_split_heads
+from transformer_course.exercises.multi_head import (
+    check_merge_heads,
+    check_multi_head_attention,
+    check_multi_head_loop,
+    check_split_heads,
+)
 
 
 def good_split(x, n_heads):
@@ -78,3 +83,43 @@ def test_merge_heads_hints(fn, hint):
 def test_multi_head_hints(fn, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_multi_head_attention(fn)
+
+
+def good_loop(x, params, n_heads, order=None, scale=None, use_W_o=True):
+    """Multi-head attention as a loop over heads, each one call of the single-head attention."""
+    from transformer_course.numpy.attention import scaled_dot_product_attention_forward
+
+    D = x.shape[-1]
+    Dh = D // n_heads
+    heads = []
+    for m in range(n_heads):
+        cols = slice(m * Dh, (m + 1) * Dh)
+        q, k, v = (x @ params[f"W_{n}"][:, cols] + params[f"b_{n}"][cols] for n in "qkv")   # (B, T, Dh)
+        if scale is None:
+            heads.append(scaled_dot_product_attention_forward(q, k, v)[0])                  # (B, T, Dh)
+        else:
+            scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(scale)
+            e = np.exp(scores - scores.max(-1, keepdims=True))
+            heads.append(e / e.sum(-1, keepdims=True) @ v)
+    concat = np.concatenate([heads[m] for m in (order or range(n_heads))], axis=-1)        # (B, T, D)
+    return concat @ params["W_o"] + params["b_o"] if use_W_o else concat
+
+
+def test_loop_reference_passes(capsys):
+    assert check_multi_head_loop(good_loop) is True
+    assert check_multi_head_loop(good_mha) is True          # the vectorised layer is the same function
+    assert capsys.readouterr().out.count("✔ Correct") == 2
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (lambda x, p, H: good_loop(x, p, H, order=range(H - 1, -1, -1)), "reverse order"),
+    (lambda x, p, H: good_loop(x, p, H, use_W_o=False), "W_o"),
+    (lambda x, p, H: good_loop(x, p, H, scale=x.shape[-1]), "sqrt\\(D\\)"),
+    (lambda x, p, H: good_loop(x, p, H, scale=1), "not scaled"),
+    (lambda x, p, H: good_loop(x, p, 1), "single-head"),
+    (lambda x, p, H: good_loop(x, p, H) if x.shape[0] == 2 else 0 * good_loop(x, p, H),
+     "fn\\(x2, params2, 3\\)"),                                    # right at one size only
+])
+def test_multi_head_loop_hints(fn, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_multi_head_loop(fn)

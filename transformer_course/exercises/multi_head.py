@@ -13,7 +13,7 @@ import numpy as np
 
 from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed, softmax
 
-__all__ = ["check_split_heads", "check_merge_heads", "check_multi_head_attention"]
+__all__ = ["check_split_heads", "check_merge_heads", "check_multi_head_attention", "check_multi_head_loop"]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -135,3 +135,52 @@ def check_multi_head_attention(fn):
     got2 = as_numpy(call_learner(fn, x2, {k: v.copy() for k, v in params2.items()}, 3), "fn(x2, params2, 3)")
     compare_arrays(got2, _mha(x2, params2, 3), "fn(x2, params2, 3) (B=1, T=5, D=6, n_heads=3)")
     passed("split into heads, scaled dot-product attention per head, heads merged and projected by W_o.")
+
+
+def _loop(x, params, H, order=None, scale_width=None, use_W_o=True, interleaved=False):
+    """Multi-head self-attention written as a loop over heads, with the mistakes a loop invites; returns out."""
+    B, T, D = x.shape
+    Dh = D // H
+    heads = []
+    for m in range(H):
+        cols = slice(m, D, H) if interleaved else slice(m * Dh, (m + 1) * Dh)   # head m's columns
+        q, k, v = (x @ params[f"W_{n}"][:, cols] + params[f"b_{n}"][cols] for n in "qkv")   # (B, T, Dh) each
+        width = Dh if scale_width is None else scale_width
+        heads.append(softmax(q @ np.swapaxes(k, -1, -2) / math.sqrt(width)) @ v)            # (B, T, Dh)
+    concat = np.concatenate([heads[m] for m in (order or range(H))], axis=-1)              # (B, T, D)
+    return concat @ params["W_o"] + params["b_o"] if use_W_o else concat
+
+
+@exercise_check
+def check_multi_head_loop(fn):
+    """Check `fn(x, params, n_heads) -> out (B, T, D)`, written as a loop over heads, against the package's layer.
+
+    params as in `check_multi_head_attention`. The reference is the package's `multi_head_attention_forward`.
+    """
+    from transformer_course.numpy.attention import multi_head_attention_forward
+
+    B, T, D, H = 2, 4, 8, 4
+    x, params = _layer_inputs(np.random.default_rng(11), B=B, T=T, D=D)
+    got = as_numpy(call_learner(fn, x, {k: v.copy() for k, v in params.items()}, H), "fn(x, params, n_heads)")
+    expected = multi_head_attention_forward(x, x, params, n_heads=H)[0]
+    compare_arrays(got, expected, "out", hints=[
+        (_loop(x, params, H, order=range(H - 1, -1, -1)), "the heads were concatenated in reverse order: head m "
+                                                          "must sit in columns m*Dh .. (m+1)*Dh - 1 of the "
+                                                          "concatenation, where W_o's row block for head m reads it."),
+        (_loop(x, params, H, use_W_o=False), "the heads were concatenated but not mixed: finish with the output "
+                                             "projection out = concat @ W_o + b_o."),
+        (_loop(x, params, H, scale_width=D), "the scores were divided by sqrt(D); each head's scores are dot "
+                                             "products of Dh-wide vectors: divide by sqrt(Dh) = sqrt(D / n_heads)."),
+        (_loop(x, params, H, scale_width=1), "the scores were not scaled: divide by sqrt(Dh) = sqrt(D / n_heads)."),
+        (_loop(x, params, H, interleaved=True), "the heads got interleaved columns (m, m + H, ...); head m owns the "
+                                                "contiguous block of columns m*Dh .. (m+1)*Dh - 1 of W_q, W_k, W_v."),
+        (_loop(x, params, 1), "this is single-head attention over the full width: loop over n_heads heads, each "
+                              "on its own Dh = D / n_heads columns."),
+    ])
+    # a second call with other sizes (B=1, T=5, D=6, H=3), so that hard-coded numbers are caught
+    x2, params2 = _layer_inputs(np.random.default_rng(12), B=1, T=5, D=6)
+    got2 = as_numpy(call_learner(fn, x2, {k: v.copy() for k, v in params2.items()}, 3), "fn(x2, params2, 3)")
+    compare_arrays(got2, multi_head_attention_forward(x2, x2, params2, n_heads=3)[0],
+                   "fn(x2, params2, 3) (B=1, T=5, D=6, n_heads=3)")
+    passed("one single-head attention per column block, concatenated in order and mixed by W_o: equal to the "
+           "package's multi_head_attention_forward.")
