@@ -34,8 +34,10 @@ REQUIREMENTS = (
     Requirement("pygments", "2.10"),
     Requirement("sacrebleu", "2.3"),
     Requirement("num2words", "0.5.12"),
-    # 2.3: mixed-precision training uses torch.amp.GradScaler, new in PyTorch 2.3.
-    Requirement("torch", "2.3", "torch",
+    # 2.5: scaled_dot_product_attention returns a zero row for a query with no allowed key (its math path's
+    # safe softmax, pytorch/pytorch#133882), as the package does and chapter 3 shows; before, NaN. (Mixed-precision
+    # training's torch.amp.GradScaler needs 2.3.)
+    Requirement("torch", "2.5", "torch",
                 untested_floor="declared, not run here: only one CPU build of PyTorch is reachable"),
     # 0.4.3: load_model(..., device=) loads the shipped model onto the CPU whatever device it was saved from.
     Requirement("safetensors", "0.4.3", "torch"),
