@@ -281,6 +281,9 @@ def test_a_dropdown_is_folded_in_colab_and_left_out_of_the_walk_through():
     folded = colab.convert_markdown("Main line.\n\n:::{dropdown} Why it works\nA long detour here.\n:::\n", context)
     assert "<details>\n<summary>Why it works</summary>" in folded and "A long detour here." in folded
     assert agenda.main_line(folded).split() == ["Main", "line."]
+    # Colab renders no Markdown inside <summary>: the title's emphasis becomes a tag, its maths stays for MathJax
+    titled = colab.convert_markdown(":::{dropdown} German *null* and $x_i$ with $y_j$\nText.\n:::\n", context)
+    assert "<summary>German <em>null</em> and $x_i$ with $y_j$</summary>" in titled
 
 
 def test_the_agendas_are_up_to_date_and_leave_slack():

@@ -37,6 +37,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
 from myst_nb.core.variables import format_plain_text
 from myst_parser.config.main import MdParserConfig
@@ -342,6 +343,16 @@ def _blockquote(text: str) -> str:
     return "\n".join(f"> {line}" if line.strip() else ">" for line in text.strip("\n").split("\n"))
 
 
+_COMMONMARK = MarkdownIt("commonmark")
+
+
+def _summary_html(markdown: str) -> str:
+    """A dropdown's title as HTML for `<summary>`, where Colab renders no Markdown: emphasis, code and links become
+    tags; maths (`$...$`) is left as it is, for MathJax, and never read as emphasis."""
+    parts = re.split(r"(\$[^$]+\$)", markdown)
+    return "".join(part if part.startswith("$") else _COMMONMARK.renderInline(part) for part in parts).strip()
+
+
 def _details(summary: str, body: str) -> str:
     return f"<details>\n<summary>{summary}</summary>\n\n{body.strip()}\n\n</details>"
 
@@ -365,7 +376,7 @@ def _directive(ctx: Context, name: str, arg: str, options: dict, body: str) -> s
         return _SOLUTION_END
     if name == "dropdown":
         # a detour of the main line (a derivation, a check, a second experiment): folded, as on the website
-        return _details(convert_inline(arg, ctx) if arg else "More", body)
+        return _details(_summary_html(convert_inline(arg, ctx)) if arg else "More", body)
     if name in _ADMONITIONS:
         title = convert_inline(arg, ctx) if arg else name.capitalize().replace("Seealso", "See also")
         return _blockquote(f"**{title}**\n\n{body.strip()}")
