@@ -17,6 +17,8 @@ mean, standard deviation, minimum and maximum. The chapter prints that file next
     python benchmarks/experiments.py open_generation --seeds 0 1 2   # chapter 8: decoding methods continuing the
                                                                    # book's own sentences
     python benchmarks/experiments.py scaling    --seeds 0 1 2   # chapter 3: with and without 1/sqrt(d), d = 16, 256
+    python benchmarks/experiments.py classifier_controls --seeds 0 1 2 3 4   # chapter 7: the repeat classifier,
+                                                                   # without attention / positions
     python benchmarks/experiments.py all        --seeds 0 1 2 3 4
 
 One torch thread per run (as in the chapters); the wall time of each run is recorded too.
@@ -48,6 +50,7 @@ from transformer_course.torch.decoding import greedy_decode
 from transformer_course.torch.embedding import Embedding
 from transformer_course.torch.encoder import Encoder
 from transformer_course.torch.loss import cross_entropy
+from transformer_course.torch.masks import padding_mask
 from transformer_course.torch.positional import SinusoidalPositions, alibi_bias
 from transformer_course.torch.transformer import Transformer
 
@@ -669,10 +672,243 @@ def scaling_run(seed: int) -> dict:
     return result
 
 
-EXPERIMENTS = {"attention": attention_run, "positions": positions_run, "stability": stability_run,
+# ---------------------------------------------------------------------------------------------------------
+# chapter 7: the repeat classifier and its controls (attention removed, positions removed, heads zeroed)
+# ---------------------------------------------------------------------------------------------------------
+REPEAT = dict(V=20, S=8, PAD=0, steps=800, batch=64, lr=1e-3, n_test=2000, every=50)
+
+
+def repeat_batch(n: int, rng: np.random.Generator, min_len: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
+    """Chapter 7's data: n sequences of 4..8 distinct tokens from 1..19, padded with 0; label 1: one token copied
+    over another."""
+    V, S, PAD = REPEAT["V"], REPEAT["S"], REPEAT["PAD"]
+    ids = rng.random((n, V - 1)).argsort(axis=1)[:, :S] + 1          # (n, S) distinct tokens per row
+    lengths = rng.integers(min_len, S + 1, size=n)                   # (n,)
+    y = rng.integers(0, 2, size=n)                                   # (n,)
+    src = rng.integers(0, lengths)                                   # which token is copied ...
+    dst = (src + rng.integers(1, lengths)) % lengths                 # ... onto another position
+    rows = np.flatnonzero(y)
+    ids[rows, dst[rows]] = ids[rows, src[rows]]
+    ids[np.arange(S)[None] >= lengths[:, None]] = PAD                # (n, S)
+    return torch.from_numpy(ids), torch.from_numpy(y)
+
+
+def _silence_attention(layer) -> torch.utils.hooks.RemovableHandle:
+    """Makes a layer's self-attention sublayer output zeros: the residual then adds nothing, and every position
+    sees only itself. Returns the hook's handle (remove() restores the layer)."""
+    return layer.self_attn.register_forward_hook(lambda m, args, out: (torch.zeros_like(out[0]), out[1]))
+
+
+class RepeatClassifier(nn.Module):
+    """Chapter 7's classifier: Embedding (+ sinusoidal positions) -> 2-layer Encoder -> mean over the real tokens
+    -> linear head. positions=False drops the positional encoding; attention=False silences every layer's
+    self-attention (an FFN-only stack)."""
+
+    def __init__(self, d_model=32, n_layers=2, n_heads=4, positions=True, attention=True):
+        super().__init__()
+        self.embed = Embedding(REPEAT["V"], d_model)
+        self.positions = SinusoidalPositions(d_model, max_len=64) if positions else nn.Identity()
+        self.encoder = Encoder(n_layers, d_model, n_heads, 4 * d_model, dropout=0.0)
+        self.head = nn.Linear(d_model, 2)
+        if not attention:
+            for layer in self.encoder.layers:
+                _silence_attention(layer)
+
+    def forward(self, tokens):
+        mask = padding_mask(tokens, REPEAT["PAD"])                   # (B, 1, S): True = real token
+        h, _ = self.encoder(self.positions(self.embed(tokens)), mask)  # (B, S, D)
+        real = mask.transpose(1, 2).float()                          # (B, S, 1)
+        return self.head((h * real).sum(dim=1) / real.sum(dim=1))    # (B, D) -> (B, 2)
+
+
+def _repeat_accuracy(model: nn.Module, ids: torch.Tensor, y: torch.Tensor) -> float:
+    """Share of the sequences ids (n, S) whose label y (n,) the model predicts, in evaluation mode."""
+    model.eval()
+    with torch.no_grad():
+        acc = (model(ids).argmax(-1) == y).float().mean().item()
+    model.train()
+    return acc
+
+
+CLASSIFIER_CONTROLS = {"full": {}, "no attention": {"attention": False}, "no positions": {"positions": False}}
+
+
+def classifier_controls_run(seed: int) -> dict:
+    """Chapter 7's repeat classifier (800 steps of Adam at 1e-3, batches of 64) from `seed`, in the variants of
+    CLASSIFIER_CONTROLS, with the held-out accuracy every 50 steps; and the trained full model with one layer's
+    self-attention silenced at test time. Weights from set_seed(seed); held-out set and batches from
+    np.random.default_rng(7 + seed) (seed 0: the chapter's)."""
+    out = {}
+    for name, kwargs in CLASSIFIER_CONTROLS.items():
+        data_rng = np.random.default_rng(7 + seed)
+        ids_test, y_test = repeat_batch(REPEAT["n_test"], data_rng)   # (n_test, S), (n_test,)
+        set_seed(seed)
+        model = RepeatClassifier(**kwargs)
+        opt = torch.optim.Adam(model.parameters(), lr=REPEAT["lr"])
+        curve = []
+        for step in range(1, REPEAT["steps"] + 1):
+            x, y = repeat_batch(REPEAT["batch"], data_rng)
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if step % REPEAT["every"] == 0:
+                curve.append(_repeat_accuracy(model, ids_test, y_test))
+        out[name] = {"accuracy": curve[-1], "curve": curve}
+        if name == "full":
+            for k, layer in enumerate(model.encoder.layers, start=1):
+                handle = _silence_attention(layer)
+                zeroed = _repeat_accuracy(model, ids_test, y_test)
+                out[f"full, layer {k} attention zeroed at test"] = {"accuracy": zeroed}
+                handle.remove()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# chapter 9: the warm-up and gradient clipping, each taken away, on the chapter's own task, model and recipe
+# ---------------------------------------------------------------------------------------------------------
+WARMUP_CLIPPING = dict(max_number=1999, steps=600, warmup=300, lr_factor=0.5, clip=1.0, every=20)
+WARMUP_CLIPPING_VARIANTS = {"warm-up, clipping": (True, True), "no warm-up": (False, True),
+                            "no clipping": (True, False), "neither": (False, False)}   # (warm-up, clipping)
+
+
+def warmup_clipping_run(seed: int) -> dict:
+    """Chapter 9's model (d_model 64, 4 heads, 2 + 2 layers) on its task (English -> French numbers 0..1999, split
+    seed 0), trained from `seed` for WARMUP_CLIPPING["steps"] steps of the chapter's recipe (Adam, label smoothing
+    0.1, dropout 0.1, batches of 32) in four variants: with or without the warm-up (without: the schedule's peak
+    rate from step 1, then the same 1/sqrt(step) decay) and with or without clipping at norm 1.0. Every variant
+    of a seed starts from the same weights and reads the same batches with the same dropout masks. Per variant:
+    the mean training loss (smoothed targets, dropout on) of each window of `every` steps, the share of steps
+    whose gradient norm was above the clip, and the validation loss (no smoothing, dropout off) and greedy exact
+    match at the end."""
+    from transformer_course.config import get_preset, train_recipe
+    from transformer_course.data import number_translation
+    from transformer_course.training import prepare_run
+    from transformer_course.training.schedule import noam_lr
+
+    s = WARMUP_CLIPPING
+    data = number_translation("en", "fr", max_number=s["max_number"], seed=0)
+    vocabs = data.build_vocabs()
+    model_config = get_preset("course").replace(
+        src_vocab_size=len(vocabs[0]), tgt_vocab_size=len(vocabs[1]), d_model=64, n_heads=4, d_ff=256,
+        n_encoder_layers=2, n_decoder_layers=2, dropout=0.1, max_len=64)
+    out = {}
+    for name, (warm, clip) in WARMUP_CLIPPING_VARIANTS.items():
+        config = train_recipe("course", "numbers", batch_size=32, max_steps=s["steps"], warmup_steps=s["warmup"],
+                              lr_factor=s["lr_factor"], label_smoothing=0.1, clip_grad_norm=s["clip"],
+                              stop_when_perfect=0, device="cpu", seed=seed)
+        model, loader, evaluate_fn = prepare_run(data, vocabs, model_config, config)   # the seed's weights
+        optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(config.adam_beta1, config.adam_beta2),
+                                     eps=config.adam_eps)
+
+        def rate(k, warm=warm):                           # k optimiser steps taken so far: the rate of step k + 1
+            return noam_lr(k + 1 if warm else max(k + 1, s["warmup"]), model_config.d_model, s["warmup"],
+                           s["lr_factor"])
+
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+        torch.manual_seed(seed)                           # the same dropout masks in every variant
+        model.train()
+        losses, norms, step, epoch = [], [], 0, 0
+        while step < s["steps"]:
+            loader.batch_sampler.set_epoch(epoch)
+            epoch += 1
+            for batch in loader:
+                logits = model(batch.src, batch.tgt_in, src_mask=batch.src_mask)      # (B, T, V)
+                loss = cross_entropy(logits, batch.tgt_out, PAD_ID, config.label_smoothing)
+                optimizer.zero_grad()
+                loss.backward()
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), s["clip"] if clip else float("inf"))
+                optimizer.step()
+                scheduler.step()
+                losses.append(loss.item())
+                norms.append(norm.item())                 # before clipping
+                step += 1
+                if step == s["steps"]:
+                    break
+        model.eval()
+        metrics = evaluate_fn(model)
+        every = s["every"]
+        out[name] = {"loss": [float(np.mean(losses[i:i + every])) for i in range(0, s["steps"], every)],
+                     "share_above_clip": float(np.mean(np.array(norms) > s["clip"])),
+                     "max_grad_norm": float(np.max(norms)),
+                     "val_loss": metrics["loss"], "exact_match": metrics["exact_match"]}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# appendix B: the roofline of a cached decoding step (time per step against the batch, next to its two bounds)
+# ---------------------------------------------------------------------------------------------------------
+DECODE_BATCHES = (1, 4, 16, 64)
+DECODE_SOURCE_LEN, DECODE_PREFIX, DECODE_STEPS, DECODE_ROUNDS = 16, 4, 8, 3
+
+
+def decode_configs() -> dict[str, ModelConfig]:
+    """Appendix B's tiny model (D = 128, 2+2 layers, |V| = 1000) and the paper's base sizes with |V| = 8000."""
+    from transformer_course.config import get_preset
+    tiny = ModelConfig(src_vocab_size=1000, tgt_vocab_size=1000, d_model=128, n_heads=4, d_ff=512,
+                       n_encoder_layers=2, n_decoder_layers=2, dropout=0.0, max_len=512)
+    base = get_preset("paper-base").replace(src_vocab_size=8000, tgt_vocab_size=8000, dropout=0.0)
+    return {"tiny": tiny, "base": base}
+
+
+def decode_step_weights(c: ModelConfig) -> int:
+    """Matrix weights a cached step reads: per decoder layer 4 D^2 (self-attention) + 2 D^2 (cross-attention's
+    query and output) + 2 D F, and the (V, D) output layer (appendix B's count)."""
+    return c.n_decoder_layers * (6 * c.d_model ** 2 + 2 * c.d_model * c.d_ff) + c.tgt_vocab_size * c.d_model
+
+
+def _median_cpu_seconds(fn, repeats: int) -> float:
+    fn()
+    runs = []
+    for _ in range(repeats):
+        start = time.process_time()
+        fn()
+        runs.append(time.process_time() - start)
+    return float(np.median(runs))
+
+
+def decode_roofline_run(seed: int) -> dict:
+    """One thread, CPU time: the copy bandwidth (64 MiB, median of 5) and the 768 x 768 matmul rate (best of 10),
+    measured as appendix B measures them, and the median time of one cached decoding step (after DECODE_PREFIX
+    steps, the mean of DECODE_STEPS) of random-weight models from `seed` for each batch in DECODE_BATCHES, the
+    batches and models interleaved over DECODE_ROUNDS rounds."""
+    source_block, copy_target = torch.randn(16 * 2**20), torch.empty(16 * 2**20)     # 64 MiB of float32 each
+    bandwidth = 8 * source_block.numel() / _median_cpu_seconds(lambda: copy_target.copy_(source_block), 5)
+    a_mat, b_mat = torch.randn(768, 768), torch.randn(768, 768)
+    matmul_rate = 2 * 768 ** 3 / min(_median_cpu_seconds(lambda: a_mat @ b_mat, 1) for _ in range(10))
+    torch.manual_seed(seed)
+    models = {name: Transformer(c).eval() for name, c in decode_configs().items()}
+
+    def step_seconds(model, batch):
+        src = torch.randint(4, model.config.src_vocab_size, (batch, DECODE_SOURCE_LEN))   # (B, S)
+        with torch.inference_mode():
+            src_mask = model.make_src_mask(src)                                         # (B, 1, S)
+            memory = model.encode(src, src_mask)                                        # (B, S, D)
+            cache, token = model.new_cache(), torch.full((batch, 1), 4)                 # token: (B, 1)
+            for _ in range(DECODE_PREFIX):
+                model.decode(token, memory, src_mask, cache=cache)                      # (B, 1, V)
+            start = time.process_time()
+            for _ in range(DECODE_STEPS):
+                model.decode(token, memory, src_mask, cache=cache)
+            return (time.process_time() - start) / DECODE_STEPS
+
+    rounds = defaultdict(list)
+    for _ in range(DECODE_ROUNDS):
+        for name, model in models.items():
+            for batch in DECODE_BATCHES:
+                rounds[name, batch].append(step_seconds(model, batch))
+    return {"bandwidth": bandwidth, "matmul_rate": matmul_rate,
+            **{name: {"weights": decode_step_weights(model.config),
+                      "step_seconds": [float(np.median(rounds[name, b])) for b in DECODE_BATCHES]}
+               for name, model in models.items()}}
+
+
+EXPERIMENTS = {"decode_roofline": decode_roofline_run,
+               "attention": attention_run, "positions": positions_run, "stability": stability_run,
                "heads": heads_run, "positions_controls": positions_controls_run,
                "reversal_rates": reversal_rates_run, "open_generation": open_generation_run,
-               "scaling": scaling_run}
+               "scaling": scaling_run, "classifier_controls": classifier_controls_run,
+               "warmup_clipping": warmup_clipping_run}
 MERGED_INTO = {"positions_controls": ("positions", "controls")}   # written under a key of another experiment's file
 
 
