@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from transformer_course.exercises import ExerciseError
-from transformer_course.exercises.encoder import check_feed_forward, check_layer_norm
+from transformer_course.exercises.encoder import check_feed_forward, check_layer_norm, check_residual
 
 
 # ---------------------------------------------------------------------------------------- layer norm
@@ -105,3 +105,77 @@ def test_feed_forward_stub_is_not_attempted(capsys):
 def test_feed_forward_mistakes_get_specific_hints(fn, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_feed_forward(fn)
+
+
+# ---------------------------------------------------------------------------------------- residual wrapper
+def _residual(layout="right", drop="output"):
+    """A residual wrapper with one slip: layout in {"right", "post", "pre", "no residual", "adds norm x",
+    "norm after", "no norm"}; drop in {"output", "after add", "after norm", "input", "always", "never"}."""
+    F = pytest.importorskip("torch.nn.functional")
+
+    def fn(x, sublayer, norm, norm_first=False, dropout=0.0, training=False):
+        def d(t):
+            if drop == "never":
+                return t
+            return F.dropout(t, dropout, training=True if drop == "always" else training)
+
+        pre = {"post": False, "pre": True}.get(layout, norm_first)     # the two layouts' slips: the other one
+        h = d(x) if drop == "input" else x
+        if pre:
+            sub = sublayer(norm(h)) if layout != "no norm" else sublayer(h)
+            sub = d(sub) if drop in ("output", "always", "never") else sub
+            base = {"no residual": 0.0, "adds norm x": norm(x)}.get(layout, x)
+            out = base + sub
+            out = d(out) if drop == "after add" else out
+            return norm(out) if layout == "norm after" else out
+        sub = sublayer(h)
+        sub = d(sub) if drop in ("output", "always", "never") else sub
+        out = sub if layout == "no residual" else x + sub
+        out = d(out) if drop == "after add" else out
+        out = out if layout == "no norm" else norm(out)
+        return d(out) if drop == "after norm" else out
+    return fn
+
+
+def test_residual_reference_passes(capsys):
+    pytest.importorskip("torch")
+    from transformer_course.torch.sublayer import residual
+    assert check_residual(_residual()) is True
+    assert check_residual(residual) is True
+    assert "✔ Correct" in capsys.readouterr().out
+
+
+def test_residual_stub_is_not_attempted(capsys):
+    def stub(x, sublayer, norm, norm_first=False, dropout=0.0, training=False):
+        raise NotImplementedError
+
+    assert check_residual(stub) is False
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("layout, drop, hint", [
+    ("post", "output", "other layout: pre-LN"),
+    ("pre", "output", "other layout: post-LN"),
+    ("no residual", "output", "residual is missing"),
+    ("adds norm x", "output", "NORMALISED x"),
+    ("norm after", "output", "no norm after the addition"),
+    ("no norm", "output", "norm is missing"),
+    ("right", "after add", "after the addition"),
+    ("right", "after norm", "after the norm"),
+    ("right", "input", "sublayer's input"),
+    ("right", "always", "training=False"),
+    ("right", "never", "no dropout was applied"),
+])
+def test_residual_mistakes_get_specific_hints(layout, drop, hint):
+    pytest.importorskip("torch")
+    with pytest.raises(ExerciseError, match=hint):
+        check_residual(_residual(layout, drop))
+
+
+def test_residual_keeps_the_callers_random_state():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(3)
+    before = torch.rand(3)
+    torch.manual_seed(3)
+    check_residual(_residual())
+    assert torch.equal(torch.rand(3), before)

@@ -1,17 +1,21 @@
-"""Checks for chapter 7 (the encoder): layer normalisation and the position-wise feed-forward network.
+"""Checks for chapter 7 (the encoder): layer normalisation, the position-wise feed-forward network and the
+residual wrapper around a sublayer (post-LN or pre-LN).
 
 Each check calls the learner's function on small fixed float64 inputs, compares with a reference written out
-here (independent of the package code the chapter teaches), and recognises the usual slips: normalising over
+here (independent of the package code the chapter teaches; the residual check compares with the package's
+`residual`, which the chapter shows), and recognises the usual slips: normalising over
 the wrong axis, the unbiased variance, a forgotten epsilon or gain/bias; a missing or misplaced ReLU, missing
-biases in the feed-forward network.
+biases in the feed-forward network; the norm in the wrong place, a missing residual, dropout after the addition.
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
 from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed
 
-__all__ = ["check_layer_norm", "check_feed_forward"]
+__all__ = ["check_layer_norm", "check_feed_forward", "check_residual"]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -135,3 +139,114 @@ def check_feed_forward(fn):
     ]
     compare_arrays(got, expected, "your feed-forward output", atol=1e-8, rtol=1e-7, hints=hints)
     passed("max(0, x W_1 + b_1) W_2 + b_2, the same two-layer network at every position.")
+
+
+@exercise_check
+def check_residual(fn):
+    """Check `fn(x, sublayer, norm, norm_first=False, dropout=0.0, training=False)`: the sublayer wrapped in a
+    residual connection, post-LN `norm(x + Dropout(sublayer(x)))` or pre-LN `x + Dropout(sublayer(norm(x)))`,
+    dropout only while training, against the package's `transformer_course.torch.sublayer.residual`.
+
+    x: a torch tensor (B, S, D); sublayer and norm: callables (B, S, D) -> (B, S, D). With dropout, the check fixes
+    torch's seed and expects one F.dropout (or nn.Dropout) call, on the sublayer's output.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    from ..torch.sublayer import residual
+
+    gen = torch.Generator().manual_seed(2016)
+    B, S, D = 2, 3, 6
+    x = 2.0 + 1.5 * torch.randn(B, S, D, generator=gen, dtype=torch.float64)       # (B, S, D): not normalised
+    W = torch.randn(D, D, generator=gen, dtype=torch.float64) / D ** 0.5           # (D, D)
+    norm = torch.nn.LayerNorm(D).double()
+    with torch.no_grad():
+        norm.weight.copy_(0.5 + torch.rand(D, generator=gen, dtype=torch.float64))
+        norm.bias.copy_(0.3 * torch.randn(D, generator=gen, dtype=torch.float64))
+
+    def sublayer(h):                                     # (B, S, D) -> (B, S, D): nonlinear, with an offset
+        return torch.tanh(h @ W) + 0.5
+
+    def run(f, norm_first, dropout=0.0, training=False, seed=0):
+        """f's output on a fresh copy of x, with torch's global seed fixed (the caller's random state is kept)."""
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            with torch.no_grad():
+                return f(x.clone(), sublayer, norm, norm_first=norm_first, dropout=dropout, training=training)
+
+    def learner(norm_first, dropout=0.0, training=False, seed=0):
+        return call_learner(run, fn, norm_first, dropout, training, seed)
+
+    def wrong(f, seed=0):
+        """What a slip `f()` (no arguments) returns under the same seed, as an array."""
+        return run(lambda *args, **kwargs: f(), False, seed=seed).numpy()
+
+    drop = F.dropout
+    layouts = {False: "post-LN (norm_first=False)", True: "pre-LN (norm_first=True)"}
+    # 1. no dropout: where the norm goes, and the residual itself
+    for norm_first, layout in layouts.items():
+        got = learner(norm_first)
+        expected = run(residual, norm_first)
+        other = run(residual, not norm_first)
+        hints = [(other, f"this is the other layout: {layout} is "
+                  + ("x + sublayer(norm(x)), the norm on the sublayer's input only." if norm_first else
+                     "norm(x + sublayer(x)), the norm after the addition."))]
+        if norm_first:
+            hints += [(sublayer(norm(x)), "the residual is missing: pre-LN returns x + sublayer(norm(x)), the "
+                                          "input added back to the sublayer's output."),
+                      (norm(x) + sublayer(norm(x)), "the residual adds the NORMALISED x; pre-LN adds the "
+                                                   "sublayer's output to the un-normalised x: x + sublayer(norm(x))."),
+                      (norm(x + sublayer(norm(x))), "pre-LN has no norm after the addition: return "
+                                                   "x + sublayer(norm(x)); only the sublayer's input is normalised."),
+                      (x + sublayer(x), "the norm is missing: pre-LN applies it to the sublayer's input, "
+                                        "x + sublayer(norm(x)).")]
+        else:
+            hints += [(norm(sublayer(x)), "the residual is missing: post-LN normalises x + sublayer(x), the input "
+                                          "added back to the sublayer's output."),
+                      (x + sublayer(x), "the norm is missing: post-LN returns norm(x + sublayer(x))."),
+                      (norm(x) + sublayer(norm(x)), "this normalises before the sublayer and adds norm(x); post-LN "
+                                                   "is norm(x + sublayer(x)), the norm after the addition.")]
+        with torch.no_grad():
+            hints = [(h.numpy(), message) for h, message in hints]
+        compare_arrays(got, expected.numpy(), f"your {layout} output", atol=1e-8, rtol=1e-7, hints=hints)
+    # 2. dropout only while training
+    for norm_first, layout in layouts.items():
+        got = learner(norm_first, dropout=0.5, training=False)
+        always = wrong(lambda nf=norm_first: x + drop(sublayer(norm(x)), 0.5) if nf
+                       else norm(x + drop(sublayer(x), 0.5)))
+        compare_arrays(got, run(residual, norm_first).numpy(), f"your {layout} output with training=False",
+                       atol=1e-8, rtol=1e-7,
+                       hints=[(always, "dropout was applied with training=False; in evaluation dropout is the "
+                                       "identity: F.dropout(sub, dropout, training=training).")])
+    # 3. where the dropout goes, with the seed fixed: on the sublayer's output, before the addition
+    for norm_first, layout in layouts.items():
+        got = learner(norm_first, dropout=0.5, training=True, seed=7)
+        expected = run(residual, norm_first, 0.5, True, seed=7)
+        slip = functools.partial(wrong, seed=7)
+        with torch.no_grad():
+            if norm_first:
+                hints = [(slip(lambda: drop(x + sublayer(norm(x)), 0.5)), "the dropout is after the addition: it "
+                          "then drops entries of x as well. Drop only the sublayer's output, before adding it: "
+                          "x + F.dropout(sublayer(norm(x)), dropout)."),
+                         (slip(lambda: x + sublayer(norm(drop(x, 0.5)))), "the dropout is on the sublayer's "
+                          "input; the paper drops its OUTPUT, before the addition.")]
+            else:
+                hints = [(slip(lambda: norm(drop(x + sublayer(x), 0.5))), "the dropout is after the addition: it "
+                          "then drops entries of x as well. Drop only the sublayer's output, before adding it: "
+                          "norm(x + F.dropout(sublayer(x), dropout))."),
+                         (slip(lambda: drop(norm(x + sublayer(x)), 0.5)), "the dropout is after the norm; the "
+                          "paper drops the sublayer's output, before the addition and the norm."),
+                         (slip(lambda: norm(x + sublayer(drop(x, 0.5)))), "the dropout is on the sublayer's "
+                          "input; the paper drops its OUTPUT, before the addition.")]
+            hints.append((run(residual, norm_first).numpy(), "no dropout was applied with training=True and "
+                          "dropout=0.5: drop the sublayer's output, F.dropout(sub, dropout, training=training)."))
+        try:
+            compare_arrays(got, expected.numpy(), f"your {layout} output with dropout", atol=1e-8, rtol=1e-7,
+                           hints=hints)
+        except ExerciseError as err:
+            if "is not right yet" in str(err):
+                raise
+            raise ExerciseError(f"{err} The check fixes torch's seed and expects one F.dropout(sub, dropout) "
+                                "(or nn.Dropout) call on the sublayer's output, before the addition.") from None
+    passed("post-LN norm(x + Dropout(sublayer(x))) and pre-LN x + Dropout(sublayer(norm(x))), with dropout only "
+           "while training, as the package's `residual`.")
