@@ -91,7 +91,7 @@ def check_self_attention(fn):
                             "projected first: v = x @ W_v, then out = weights @ v.")
     compare_arrays(out, expected_out, "out (no mask)")
 
-    # 2. a causal mask: position t may only look at positions 0..t
+    # 2. a causal mask: position i may only look at positions 0..i
     mask = _causal(T)
     out, weights = split_out_weights(call_learner(fn, x, W_q, W_k, W_v, mask=mask), "fn(x, W_q, W_k, W_v, mask=mask)")
     expected_out, expected_w = _self_attention(x, W_q, W_k, W_v, mask)
@@ -135,15 +135,15 @@ def check_causal_mask(fn):
                                     "(e.g. `.astype(bool)`), because masks mean True = may attend.")
             raise ExerciseError(f"fn({T}) returned dtype {got.dtype}; expected a boolean mask (True = may attend).")
         hints = [
-            (np.triu(np.ones((T, T), dtype=bool)), "the mask is transposed: query t (row t) may look at keys "
-                                                   "0..t, which lie on and BELOW the diagonal (np.tril)."),
+            (np.triu(np.ones((T, T), dtype=bool)), "the mask is transposed: query i (row i) may look at keys "
+                                                   "0..i, which lie on and BELOW the diagonal (np.tril)."),
             (~expected, "the mask is inverted: it marks the future (the positions to hide) as True, but in this "
                         "course True means 'may attend', so the past and the present are True and the future False."),
             (np.tril(np.ones((T, T), dtype=bool), k=-1), "the diagonal is missing: a position may attend to "
                                                          "itself (use np.tril with k=0)."),
         ]
         compare_arrays(got, expected, f"fn({T})", hints=hints)
-    passed("row t is True for keys 0..t and False for the future.")
+    passed("row i is True for keys 0..i and False for the future.")
 
 
 def _head_weight(head, name: str, W: np.ndarray, torch):
