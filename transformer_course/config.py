@@ -244,9 +244,9 @@ STOP_RULES: dict[str, dict] = {
 # How the tasks that read real text cut it into tokens, unless the command line says otherwise: words for a
 # Tatoeba/Anki file (`vocab_size` None: every word of the training split), one joint BPE of 2,000 tokens for the
 # Ding sentences (small data wants a small subword vocabulary: Sennrich and Zhang 2019). Multi30k (29,000 training
-# pairs, about twice the Ding sentences) gets a joint BPE of 5,000 tokens: more than the Ding sentences' 2,000, far
-# fewer than the 37,000 the paper used for 4.5 million pairs. An untuned choice; with it the course presets reach
-# a test BLEU around 37 from German to English (results/multi30k.json, multi30k_cpu.json).
+# pairs, about two and a half times the Ding sentences' 11,750) gets a joint BPE of 5,000 tokens: more than the
+# Ding sentences' 2,000, far fewer than the 37,000 the paper used for 4.5 million pairs. An untuned choice; with it
+# the course presets reach a test BLEU around 37 from German to English (results/multi30k.json, multi30k_cpu.json).
 TOKENIZATION: dict[str, dict] = {
     "tsv": {"tokenizer": "word", "vocab_size": None},
     "trans-de-en": {"tokenizer": "bpe", "vocab_size": 2000},
