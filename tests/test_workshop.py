@@ -51,9 +51,9 @@ def test_student_edition_has_the_exercises_without_solutions(kit):
         student = _cells(kit / "student" / f"{name}.ipynb")
         instructor = _cells(kit / "instructor" / f"{name}.ipynb")
         student_text = "\n".join(_text(c) for c in student)
-        assert "<details>" not in student_text and "Solution to" not in student_text
+        assert "<summary>Solution" not in student_text and "Solution to" not in student_text
         assert "#### Exercise" in student_text
-        assert sum("<details>" in _text(c) for c in instructor) > 0
+        assert sum("<summary>Solution" in _text(c) for c in instructor) > 0
         stubs = [_text(c) for c in book if c["cell_type"] == "code" and "NotImplementedError" in _text(c)
                  and re.search(r"check_\w+\(", _text(c))]           # a learner's stub with its check call
         student_code = [_text(c) for c in student if c["cell_type"] == "code"]
@@ -88,6 +88,20 @@ def test_the_student_website_offers_no_route_to_a_solution(kit):
 
 def _snippets() -> dict[str, str]:
     return workshop.solution_snippets(sorted((ROOT / "colab").glob("*.ipynb")))
+
+
+def test_a_dropdown_is_not_a_solution(tmp_path):
+    """Only a solution's collapsed block ("Solution to ...") holds solution snippets: a page's dropdown, also a
+    <details> block in the Colab copies, is what every student reads."""
+    detour = "the detour explains how the kernel width is chosen by leaving one sample out"
+    answer = "the answer divides every score by the square root of the key width"
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": text} for text in (
+        f"<details>\n<summary>Why the width</summary>\n\n{detour}.\n\n</details>",
+        f"<details>\n<summary>Solution to Exercise 3.1</summary>\n\n{answer}.\n\n</details>")]
+    copy = tmp_path / "03_general_attention.ipynb"
+    copy.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    snippets = workshop.solution_snippets([copy])
+    assert answer in snippets and detour not in snippets
 
 
 def test_nothing_a_student_receives_holds_a_solution(kit):

@@ -151,7 +151,8 @@ def write_student_readme(out: Path, wheel: Path) -> None:
 # ------------------------------------------------------------------------------------------------ the leak check
 
 _WORD = re.compile(r"[a-z0-9]+")
-_DETAILS = re.compile(r"<details>\s*<summary>.*?</summary>(.*?)</details>", re.DOTALL)
+# a solution's collapsed block (tools/colab.py); a page's dropdowns are <details> too, but students see them
+_DETAILS = re.compile(r"<details>\s*<summary>Solution[^<]*</summary>(.*?)</details>", re.DOTALL)
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 MIN_CODE_CHARS = 25      # a solution code line shorter than this is too generic to search for
 MIN_SENTENCE_WORDS = 6   # likewise a sentence (or table cell) of solution prose with fewer words
