@@ -903,12 +903,12 @@ def decode_roofline_run(seed: int) -> dict:
                for name, model in models.items()}}
 
 
-EXPERIMENTS = {"decode_roofline": decode_roofline_run,
-               "attention": attention_run, "positions": positions_run, "stability": stability_run,
+EXPERIMENTS = {"attention": attention_run, "positions": positions_run, "stability": stability_run,
                "heads": heads_run, "positions_controls": positions_controls_run,
                "reversal_rates": reversal_rates_run, "open_generation": open_generation_run,
                "scaling": scaling_run, "classifier_controls": classifier_controls_run,
-               "warmup_clipping": warmup_clipping_run}
+               "warmup_clipping": warmup_clipping_run,
+               "decode_roofline": decode_roofline_run}
 MERGED_INTO = {"positions_controls": ("positions", "controls")}   # written under a key of another experiment's file
 
 
