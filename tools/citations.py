@@ -4,8 +4,9 @@
     python -m tools.citations --check    # exit 1 when that file is not what the pages cite now (a test runs it)
 
 Every page of _toc.yml is read in order (markdown cells of notebooks, markdown pages); each {cite}, {cite:p} or
-{cite:t} key is listed under its page, in the order of first use, as {cite:p} (its label, the same as in the text
-and the list, linking to its entry) with the work's title from book/references.bib.
+{cite:t} key is listed under its page, one per line, in the order of first use, as {cite:p} (its label, the same as
+in the text and the list, linking to its entry) with the work's title from book/references.bib. The list's
+entries link back to these lines, so an entry leads to the pages that cite it.
 """
 from __future__ import annotations
 
@@ -56,7 +57,9 @@ def render() -> str:
         if docname in SKIP or not keys:
             continue
         page = docname.removeprefix("book/")
-        lines.append(f"- {{doc}}`{page}`: " + "; ".join(f"{{cite:p}}`{key}` *{title[key]}*" for key in keys) + ".")
+        # one work per line, so a page's list reads down and each entry's back-link lands on its own line
+        lines.append(f"- {{doc}}`{page}` ({len(keys)} {'work' if len(keys) == 1 else 'works'})")
+        lines += [f"  - {{cite:p}}`{key}` *{title[key]}*" for key in keys]
     return "\n".join(lines) + "\n"
 
 
