@@ -116,7 +116,8 @@ def test_scaled_dot_product_attention_letters_and_config():
 
 def test_multi_head_shows_the_split_and_merge_shapes():
     course = joined(diagrams.multi_head_attention_diagram(get_preset("course")))
-    assert "D = 128, H = 4, $D_h$ = 32" in course and "F =" not in course and "N =" not in course  # the layer's sizes
+    # the layer's sizes, and none of the whole model's
+    assert "$D$ = 128, $H$ = 4, $D_h$ = 32" in course and "$F$ =" not in course and "$N$ =" not in course
     assert "$x_q W^Q$" in course and "$x_{kv} W^K$" in course and "$x_{kv} W^V$" in course       # its two inputs
     for shape in ("(B, $T_q$, 128)", "(B, $T_q$, 4, 32)", "(B, 4, $T_k$, 32)", "(B, 4, $T_q$, $T_k$)"):
         assert shape in course
@@ -146,7 +147,7 @@ def test_norm_first_defaults_to_the_config():
 
 def test_encoder_and_decoder_layers():
     enc = joined(diagrams.encoder_layer_diagram(get_preset("paper-base")))
-    assert "H = 8 heads of $D_h$ = 64" in enc and "(B, S, 2048)" in enc and "(B, S, 512)" in enc
+    assert "$H$ = 8 heads of $D_h$ = 64" in enc and "(B, S, 2048)" in enc and "(B, S, 512)" in enc
     assert "M_{\\mathrm{src}}" in enc and "cross" not in enc and "post-LN" in enc
     assert enc.count("Dropout, $P_{\\mathrm{drop}}$ = 0.1") == 2          # on each sublayer's output
     qkv = ["$Q$", "$K$", "$V$"]                  # self-attention reads queries, keys and values from its input
@@ -154,7 +155,7 @@ def test_encoder_and_decoder_layers():
     dec = texts(diagrams.decoder_layer_diagram(ODD, norm_first=True))
     text = "\n".join(dec)
     assert "Masked multi-head self-attention" in text and "cross-attention" in text
-    assert "causal AND padding, (B, T, T)" in text and f"H = 3 heads of $D_h$ = {ODD_HEAD}" in text
+    assert "causal AND padding, (B, T, T)" in text and f"$H$ = 3 heads of $D_h$ = {ODD_HEAD}" in text
     assert "(B, T, 200)" in text and "(B, S, 96)" in text and "pre-LN" in text
     assert dec.count("LayerNorm") == 3 and dec.count("+") == 3
     assert sum(t.startswith("Dropout") for t in dec) == 3

@@ -50,9 +50,10 @@ class _Sizes:
 
     @property
     def legend(self) -> str:
-        layers = (f"N = {self.N_enc}" if self.N_enc == self.N_dec
+        # the letters in maths (italic, as on the pages), the numbers upright
+        layers = (f"$N$ = {self.N_enc}" if self.N_enc == self.N_dec
                   else f"$N_{{\\mathrm{{enc}}}}$ = {self.N_enc}, $N_{{\\mathrm{{dec}}}}$ = {self.N_dec}")
-        return f"D = {self.D}, H = {self.H}, $D_h$ = {self.Dh}, F = {self.F}, {layers}"
+        return f"$D$ = {self.D}, $H$ = {self.H}, $D_h$ = {self.Dh}, $F$ = {self.F}, {layers}"
 
 
 def _sizes(config) -> _Sizes:
@@ -417,7 +418,7 @@ def multi_head_attention_diagram(config: ModelConfig | None = None) -> Figure:
     for offset in (0.12, 0.06):                          # the H attentions, drawn as a stack of sheets
         ax.add_patch(Rectangle((0.45 + offset, y_att - 0.45 + offset), 6.1, 0.9, facecolor=FILL["attention"],
                                edgecolor=EDGE, linewidth=0.8))
-    _box(ax, 3.5, y_att, 6.1, 0.9, f"scaled dot-product attention, H = {z.H} heads in parallel\n"
+    _box(ax, 3.5, y_att, 6.1, 0.9, f"scaled dot-product attention, $H$ = {z.H} heads in parallel\n"
          f"weights: (B, {z.H}, $T_q$, $T_k$), one map per head", FILL["attention"])
     _arrow(ax, (3.5, y_att + 0.45), (3.5, y_merge - 0.3))
     _shape(ax, 3.58, (y_att + y_merge) / 2 + 0.05, f"(B, {z.H}, $T_q$, {z.Dh})")
@@ -428,7 +429,7 @@ def multi_head_attention_diagram(config: ModelConfig | None = None) -> Figure:
     _box(ax, 3.5, y_out, 2.4, 0.38, "Linear  $W^O$", FILL["linear"])
     _arrow(ax, (3.5, y_out + 0.19), (3.5, y_out + 0.6))
     _shape(ax, 3.58, y_out + 0.42, f"output: (B, $T_q$, {z.D})")
-    _note(ax, 0.15, 6.4, f"D = {z.D}, H = {z.H}, $D_h$ = {z.Dh}", ha="left", size=9)   # the sizes this layer has
+    _note(ax, 0.15, 6.4, f"$D$ = {z.D}, $H$ = {z.H}, $D_h$ = {z.Dh}", ha="left", size=9)   # the sizes this layer has
     return fig
 
 
@@ -450,7 +451,7 @@ def _qkv_fan(ax, x, box, spread=0.7, rise=0.3):
 def _layer_steps(kind: str, z: _Sizes, norm_first: bool, compact: bool) -> list[_Step]:
     """The sublayers of an encoder or decoder layer, bottom to top, each wrapped in its residual connection."""
     L = "S" if kind == "encoder" else "T"
-    heads = f"H = {z.H} heads of $D_h$ = {z.Dh}"
+    heads = f"$H$ = {z.H} heads of $D_h$ = {z.Dh}"
     if kind == "encoder":
         sublayers = [(f"Multi-head self-attention\n{heads}\nmask $M_{{\\mathrm{{src}}}}$: (B, 1, S)", FILL["attention"],
                       "attention")]
