@@ -6,6 +6,7 @@ from transformer_course.exercises import ExerciseError
 from transformer_course.exercises.backprop import (
     check_attention_backward,
     check_embedding_backward,
+    check_encoder_layer_backward,
     check_label_smoothing_backward,
     check_layernorm_backward,
     check_linear_backward,
@@ -589,3 +590,70 @@ def _overwrite_assign(dout, tokens, V):
 def test_embedding_mistakes_get_their_hint(fn, hint):
     with pytest.raises(ExerciseError, match=hint):
         check_embedding_backward(fn)
+
+
+# ---------------------------------------------------------------------------------------- encoder layer (capstone)
+def good_encoder_layer_backward(dout, cache):
+    from transformer_course.numpy import feedforward_backward, layernorm_backward, self_attention_backward
+
+    dh2, dffn = feedforward_backward(dout, cache["ffn"])                 # (B, T, D): at LN2's output
+    dx1_branch, dnorm2 = layernorm_backward(dh2, cache["norm2"])         # (B, T, D): at LN2's input
+    dx1 = dout + dx1_branch                                              # identity path of the FFN block
+    dh1, dattn = self_attention_backward(dx1, cache["self_attn"])        # (B, T, D)
+    dx_branch, dnorm1 = layernorm_backward(dh1, cache["norm1"])          # (B, T, D)
+    return dx1 + dx_branch, {"self_attn": dattn, "ffn": dffn, "norm1": dnorm1, "norm2": dnorm2}
+
+
+def test_encoder_layer_reference_passes(capsys):
+    assert check_encoder_layer_backward(good_encoder_layer_backward) is True
+    assert "✔ Correct" in capsys.readouterr().out
+
+
+def test_encoder_layer_stub_is_not_attempted(capsys):
+    def stub(dout, cache):
+        raise NotImplementedError
+
+    assert check_encoder_layer_backward(stub) is False
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def _encoder_mistake(**kw):
+    from transformer_course.exercises.backprop import _encoder_layer_variant
+
+    return lambda dout, cache: _encoder_layer_variant(dout, cache, **kw)
+
+
+def _missing_attn_residual(dout, cache):
+    from transformer_course.numpy import feedforward_backward, layernorm_backward, self_attention_backward
+
+    dh2, dffn = feedforward_backward(dout, cache["ffn"])
+    dx1_branch, dnorm2 = layernorm_backward(dh2, cache["norm2"])
+    dx1 = dout + dx1_branch
+    dh1, dattn = self_attention_backward(dx1, cache["self_attn"])
+    dx_branch, dnorm1 = layernorm_backward(dh1, cache["norm1"])
+    return dx_branch, {"self_attn": dattn, "ffn": dffn, "norm1": dnorm1, "norm2": dnorm2}   # forgot + dx1
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (_encoder_mistake(skip_ffn=True), "feed-forward block's residual gradient is missing"),
+    (_missing_attn_residual, "attention block's residual gradient is missing"),
+    (_encoder_mistake(skip_ffn=True, skip_attn=True), "both residual gradients are missing"),
+    (_encoder_mistake(norm_first_in_backward=True), "LayerNorm's backward ran on the wrong gradient"),
+    (_encoder_mistake(swap_norms=True), "the other one's cache"),
+    (_encoder_mistake(post_ln=True), "post-LN block's backward"),
+    (_encoder_mistake(blocks_reversed=True), "wrong order"),
+    (lambda dout, cache: good_encoder_layer_backward(dout, cache)[0], "return a pair"),
+    (lambda dout, cache: (good_encoder_layer_backward(dout, cache)[0], {"ffn": {}}), "grads has no"),
+])
+def test_encoder_layer_mistakes_get_their_hint(fn, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_encoder_layer_backward(fn)
+
+
+def test_encoder_layer_unknown_error_names_the_array():
+    def off(dout, cache):
+        dx, grads = good_encoder_layer_backward(dout, cache)
+        return dx * 1.01, grads
+
+    with pytest.raises(ExerciseError, match="dx"):
+        check_encoder_layer_backward(off)

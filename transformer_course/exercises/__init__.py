@@ -10,6 +10,7 @@ from .attention_history import check_layer_complexity, check_rnn_encoder
 from .backprop import (
     check_attention_backward,
     check_embedding_backward,
+    check_encoder_layer_backward,
     check_label_smoothing_backward,
     check_layernorm_backward,
     check_linear_backward,
@@ -35,6 +36,7 @@ __all__ = ["ExerciseError", "check_rnn_encoder", "check_layer_complexity", "chec
            "check_residual",
            "check_greedy_decode", "check_beam_score", "check_top_p_filter",
            "check_softmax_walk", "check_linear_backward", "check_embedding_backward",
+           "check_encoder_layer_backward",
            "check_softmax_backward", "check_layernorm_backward", "check_attention_backward",
            "check_label_smoothing_backward",
            "check_noam_lr", "check_label_smoothing_targets", "check_sentence_chrf"]

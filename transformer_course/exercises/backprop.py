@@ -10,7 +10,10 @@ When the answer matches none of them, it reports two properties every correct an
 gradient sum to zero; it is orthogonal to the output / to the normalised input), which often shows where to
 look. The linear and embedding checks instead compare with the package's backward, itself confirmed inside the
 check by central differences, and name the transposed weight, the bias gradient not summed over every position,
-and the repeated token rows overwritten instead of accumulated.
+and the repeated token rows overwritten instead of accumulated. The capstone, `check_encoder_layer_backward`,
+checks a whole pre-LN encoder layer composed from those backward passes against the package's
+`encoder_layer_backward` and central differences, and names a missing residual gradient and a LayerNorm
+back-propagated with the wrong gradient or the wrong cache.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ from ._feedback import (
 
 __all__ = ["check_softmax_backward", "check_layernorm_backward", "check_attention_backward",
            "check_label_smoothing_backward", "check_softmax_walk", "check_linear_backward",
-           "check_embedding_backward"]
+           "check_embedding_backward", "check_encoder_layer_backward"]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -615,3 +618,162 @@ def check_embedding_backward(fn):
     compare_arrays(got, expected, "dE", atol=1e-8, rtol=1e-6)
     return passed("each position's dout * sqrt(D) is added into the row of its token, repeats accumulated "
                   "(np.add.at): the package's embedding_backward and central differences agree with you.")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the capstone: a whole pre-LN encoder layer, composed from the backward passes of the appendix
+# ----------------------------------------------------------------------------------------------------------
+_ENCODER_BLOCKS = ("self_attn", "norm1", "ffn", "norm2")
+
+
+def _encoder_layer_variant(dout, c, skip_ffn=False, skip_attn=False, norm_first_in_backward=False,
+                           swap_norms=False, post_ln=False, blocks_reversed=False):
+    """(dx, grads) of the pre-LN layer x1 = x + SelfAttn(LN1(x)), out = x1 + FFN(LN2(x1)) from the flat cache
+    `c`; the keywords produce the common mistakes (skip_*: a block's identity path dropped;
+    norm_first_in_backward: LayerNorm's backward applied to dout before the sublayer's; swap_norms: each
+    LayerNorm back-propagated with the other's cache; post_ln: the post-LN block's backward; blocks_reversed:
+    the attention block undone first)."""
+    from transformer_course.numpy import feedforward_backward, layernorm_backward, self_attention_backward
+
+    norm_1, norm_2 = (c["norm2"], c["norm1"]) if swap_norms else (c["norm1"], c["norm2"])
+
+    def block(d, sublayer_backward, sub_cache, norm_cache, skip):
+        if post_ln:                                          # out = LN(x + Sublayer(x)): the wrong block
+            dsum, dnorm = layernorm_backward(d, norm_cache)  # (B, T, D)
+            dh, dsub = sublayer_backward(dsum, sub_cache)    # (B, T, D)
+            return dsum + dh, dnorm, dsub
+        if norm_first_in_backward:
+            dn, dnorm = layernorm_backward(d, norm_cache)    # (B, T, D): the wrong gradient goes in
+            dbranch, dsub = sublayer_backward(dn, sub_cache)
+        else:
+            dh, dsub = sublayer_backward(d, sub_cache)       # (B, T, D): gradient at LN's output
+            dbranch, dnorm = layernorm_backward(dh, norm_cache)   # (B, T, D): at LN's input
+        return (dbranch if skip else d + dbranch), dnorm, dsub
+
+    attn = (self_attention_backward, c["self_attn"], norm_1, skip_attn)
+    ffn = (feedforward_backward, c["ffn"], norm_2, skip_ffn)
+    if blocks_reversed:
+        d, dnorm1, dattn = block(dout, *attn)
+        dx, dnorm2, dffn = block(d, *ffn)
+    else:
+        d, dnorm2, dffn = block(dout, *ffn)
+        dx, dnorm1, dattn = block(d, *attn)
+    return dx, {"self_attn": dattn, "ffn": dffn, "norm1": dnorm1, "norm2": dnorm2}
+
+
+_ENCODER_MISTAKES = [
+    (dict(skip_ffn=True, skip_attn=True),
+     "both residual gradients are missing: out = x1 + FFN(LN2(x1)) uses x1 twice, so by the sum rule dx1 = dout + "
+     "(the gradient through LN2 and the FFN); the same for x in the attention block. Add the incoming gradient to "
+     "the branch's."),
+    (dict(skip_ffn=True),
+     "the feed-forward block's residual gradient is missing: out = x1 + FFN(LN2(x1)), so dx1 = dout + (the "
+     "gradient through the FFN and LN2), not that gradient alone. The identity path adds dout as it is."),
+    (dict(skip_attn=True),
+     "the attention block's residual gradient is missing: x1 = x + SelfAttn(LN1(x)), so dx = dx1 + (the gradient "
+     "through the attention and LN1), not that gradient alone. The identity path adds dx1 as it is."),
+    (dict(norm_first_in_backward=True),
+     "LayerNorm's backward ran on the wrong gradient: in the forward the norm comes BEFORE the sublayer, so in "
+     "the backward it comes AFTER it. Run the sublayer's backward on the incoming gradient first, then "
+     "layernorm_backward on the gradient it returns (the gradient at the norm's output)."),
+    (dict(swap_norms=True),
+     "each LayerNorm was back-propagated with the other one's cache: cache['norm2'] holds the x-hat and 1/sigma "
+     "of x1, the input of the feed-forward block's norm; cache['norm1'] those of x. Use the cache of the norm "
+     "you are going through."),
+    (dict(post_ln=True),
+     "that is the post-LN block's backward (LayerNorm after the sum). This layer is pre-LN, "
+     "out = x + Sublayer(LayerNorm(x)): the identity path skips the norm, dx = dout + layernorm_backward(dh)."),
+    (dict(blocks_reversed=True),
+     "the blocks were undone in the wrong order: the forward ran attention, then the feed-forward network, so "
+     "the backward starts with the feed-forward block (its output is the layer's output) and ends with attention."),
+]
+
+
+def _encoder_layer_case():
+    """A small pre-LN encoder layer in float64 with non-trivial biases, gains and a padded key; the package's
+    forward, its backward (confirmed here by central differences) and the flat cache the learner receives."""
+    from transformer_course.numpy import encoder_layer_backward, encoder_layer_forward, init_encoder_layer
+
+    rng = np.random.default_rng(1762)
+    B, T, D, H, F = 2, 4, 8, 2, 16
+    params = init_encoder_layer(rng, D, H, F, dtype=np.float64)
+    for block in params.values():                            # biases, gains and shifts away from 0 and 1
+        for key in block:
+            if key.startswith("b") or key == "beta":
+                block[key] = rng.normal(size=block[key].shape) * 0.3
+            elif key == "gamma":
+                block[key] = rng.uniform(0.5, 1.5, size=block[key].shape)
+    mask = np.ones((B, 1, T), dtype=bool)                    # (B, 1, T): every query sees the same keys
+    mask[1, 0, -1] = False                                   # sentence 2 has a padded last position
+    x = rng.normal(size=(B, T, D))                           # (B, T, D)
+    dout = rng.normal(size=(B, T, D))                        # (B, T, D)
+    _, cache = encoder_layer_forward(x, params, H, mask, norm_first=True)
+    expected = encoder_layer_backward(dout, cache)           # (dx, grads)
+
+    def loss():
+        return float((encoder_layer_forward(x, params, H, mask, norm_first=True)[0] * dout).sum())
+
+    for arr, grad in ((x, expected[0]), (params["norm1"]["gamma"], expected[1]["norm1"]["gamma"]),
+                      (params["self_attn"]["W_q"], expected[1]["self_attn"]["W_q"]),
+                      (params["ffn"]["b_1"], expected[1]["ffn"]["b_1"])):
+        assert np.allclose(_central_differences(loss, arr), grad, atol=1e-6), "package and finite differences differ"
+    flat = {"self_attn": cache["attn"]["sublayer"], "norm1": cache["attn"]["norm"],
+            "ffn": cache["ffn"]["sublayer"], "norm2": cache["ffn"]["norm"]}
+    return dout, flat, expected
+
+
+def _same(got, wrong, name):
+    """True when the learner's quantity `name` ("dx" or "self_attn", ...) equals the mistake's."""
+    if name == "dx":
+        return got[0].shape == wrong[0].shape and np.allclose(got[0], wrong[0], atol=1e-8)
+    return all(np.shape(got[1][name][k]) == np.shape(v) and np.allclose(got[1][name][k], v, atol=1e-8)
+               for k, v in wrong[1][name].items())
+
+
+@exercise_check
+def check_encoder_layer_backward(fn):
+    """Check `fn(dout, cache) -> (dx, grads)` for the pre-LN encoder layer
+    x1 = x + SelfAttn(LN1(x)), out = x1 + FFN(LN2(x1)).
+
+    cache: {"self_attn", "norm1", "ffn", "norm2"}, the caches of the package's self_attention_forward,
+    layernorm_forward and feedforward_forward; dout, dx: (B, T, D). grads: {"self_attn": {...}, "ffn": {...},
+    "norm1": {...}, "norm2": {...}} shaped like the layer's parameters. The expected answer is the package's
+    `encoder_layer_backward`, confirmed inside the check by central differences.
+    """
+    dout, flat, expected = _encoder_layer_case()
+    wrongs = [(_encoder_layer_variant(dout, flat, **kw), why) for kw, why in _ENCODER_MISTAKES]
+    got = call_learner(fn, dout, flat)
+    if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], dict)):
+        raise ExerciseError("return a pair (dx, grads), where grads is a dict with the keys "
+                            f"{', '.join(map(repr, _ENCODER_BLOCKS))}.")
+    dx, grads = as_numpy(got[0], "dx"), got[1]
+    missing = [key for key in _ENCODER_BLOCKS if key not in grads]
+    if missing:
+        raise ExerciseError(f"grads has no {', '.join(map(repr, missing))}: return the gradients of every "
+                            "sublayer and LayerNorm, keyed like the layer's parameters (layernorm_backward, "
+                            "self_attention_backward and feedforward_backward each return theirs).")
+    for name in _ENCODER_BLOCKS:
+        for key in expected[1][name]:
+            if key not in grads[name]:
+                raise ExerciseError(f"grads[{name!r}] has no {key!r}: return the whole dict the backward "
+                                    f"function of {name} returned.")
+    got = (dx, {name: {k: as_numpy(grads[name][k], f"grads[{name!r}][{k!r}]") for k in expected[1][name]}
+                for name in _ENCODER_BLOCKS})
+    order = ("ffn", "norm2", "self_attn", "norm1", "dx")              # the order the backward computes them
+    for name in order:
+        if _same(got, expected, name):
+            continue
+        label = name if name == "dx" else f"grads[{name!r}]"
+        for wrong, why in wrongs:                                     # a mistake that explains everything first,
+            if all(_same(got, wrong, n) for n in order):
+                raise ExerciseError(f"{label} is not right yet: {why}")
+        for wrong, why in wrongs:                                     # then one that explains this quantity
+            if _same(got, wrong, name):
+                raise ExerciseError(f"{label} is not right yet: {why}")
+        if name == "dx":
+            compare_arrays(dx, expected[0], "dx", atol=1e-8, rtol=1e-6)
+        for key, value in expected[1][name].items():
+            compare_arrays(got[1][name][key], value, f"grads[{name!r}][{key!r}]", atol=1e-8, rtol=1e-6)
+    return passed("the FFN block's backward, then the attention block's, each: the sublayer's backward, then "
+                  "layernorm_backward on its input gradient, plus the identity path's gradient. The package's "
+                  "encoder_layer_backward and central differences agree with you.")
