@@ -47,11 +47,16 @@ from transformer_course.torch import attention as attention_module
 from transformer_course.torch.attention import MultiHeadAttention
 from transformer_course.torch.bahdanau import BahdanauSeq2Seq
 from transformer_course.torch.decoding import greedy_decode
-from transformer_course.torch.embedding import Embedding
-from transformer_course.torch.encoder import Encoder
 from transformer_course.torch.loss import cross_entropy
-from transformer_course.torch.masks import padding_mask
 from transformer_course.torch.positional import SinusoidalPositions, alibi_bias
+from transformer_course.torch.toy_tasks import (
+    SORT_VOCAB,
+    RepeatClassifier,
+    Tagger,
+    repeat_batch,
+    silence_attention,
+    sort_batch,
+)
 from transformer_course.torch.transformer import Transformer
 
 # ---------------------------------------------------------------------------------------------------------
@@ -211,24 +216,6 @@ def positions_controls_run(seed: int) -> dict:
 # ---------------------------------------------------------------------------------------------------------
 # chapter 7: a six-layer encoder sorting tokens, post-LN or pre-LN, with or without warm-up
 # ---------------------------------------------------------------------------------------------------------
-V_SORT, S_SORT = 16, 10
-
-
-class Tagger(nn.Module):
-    """Embedding + positions -> Encoder -> one prediction per position (chapter 7's tagger)."""
-
-    def __init__(self, n_layers, d_model, norm_first):
-        super().__init__()
-        self.embed = Embedding(V_SORT, d_model)
-        self.positions = SinusoidalPositions(d_model, max_len=64)
-        self.encoder = Encoder(n_layers, d_model, n_heads=4, d_ff=4 * d_model, norm_first=norm_first)
-        self.out = nn.Linear(d_model, V_SORT)
-
-    def forward(self, tokens):
-        h, _ = self.encoder(self.positions(self.embed(tokens)))      # (B, S, D)
-        return self.out(h)                                           # (B, S, V)
-
-
 STABILITY_VARIANTS = (("post-LN", False), ("pre-LN", True))
 STABILITY_SWEEP = {"1e-3": 1e-3, "3e-3": 3e-3}           # peak rates besides the chapter's 1e-2
 STABILITY_PREFILL = 100     # batches Adam sees at learning rate 0 before the run, in the pre-filled variant
@@ -258,9 +245,8 @@ def _scaled_rate_groups(model: Tagger, lr: float) -> list[dict]:
 
 
 def _sort_loss(model: Tagger, generator: torch.Generator) -> torch.Tensor:
-    x = torch.randint(4, V_SORT, (64, S_SORT), generator=generator)         # (B, S)
-    y = x.sort(dim=1).values                                                 # (B, S)
-    return F.cross_entropy(model(x).reshape(-1, V_SORT), y.reshape(-1))
+    x, y = sort_batch(generator)                                             # (B, S), (B, S)
+    return F.cross_entropy(model(x).reshape(-1, SORT_VOCAB), y.reshape(-1))
 
 
 def _train_tagger(seed: int, norm_first: bool, warmup: int, steps: int, peak_lr: float,
@@ -675,50 +661,7 @@ def scaling_run(seed: int) -> dict:
 # ---------------------------------------------------------------------------------------------------------
 # chapter 7: the repeat classifier and its controls (attention removed, positions removed, heads zeroed)
 # ---------------------------------------------------------------------------------------------------------
-REPEAT = dict(V=20, S=8, PAD=0, steps=800, batch=64, lr=1e-3, n_test=2000, every=50)
-
-
-def repeat_batch(n: int, rng: np.random.Generator, min_len: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
-    """Chapter 7's data: n sequences of 4..8 distinct tokens from 1..19, padded with 0; label 1: one token copied
-    over another."""
-    V, S, PAD = REPEAT["V"], REPEAT["S"], REPEAT["PAD"]
-    ids = rng.random((n, V - 1)).argsort(axis=1)[:, :S] + 1          # (n, S) distinct tokens per row
-    lengths = rng.integers(min_len, S + 1, size=n)                   # (n,)
-    y = rng.integers(0, 2, size=n)                                   # (n,)
-    src = rng.integers(0, lengths)                                   # which token is copied ...
-    dst = (src + rng.integers(1, lengths)) % lengths                 # ... onto another position
-    rows = np.flatnonzero(y)
-    ids[rows, dst[rows]] = ids[rows, src[rows]]
-    ids[np.arange(S)[None] >= lengths[:, None]] = PAD                # (n, S)
-    return torch.from_numpy(ids), torch.from_numpy(y)
-
-
-def _silence_attention(layer) -> torch.utils.hooks.RemovableHandle:
-    """Makes a layer's self-attention sublayer output zeros: the residual then adds nothing, and every position
-    sees only itself. Returns the hook's handle (remove() restores the layer)."""
-    return layer.self_attn.register_forward_hook(lambda m, args, out: (torch.zeros_like(out[0]), out[1]))
-
-
-class RepeatClassifier(nn.Module):
-    """Chapter 7's classifier: Embedding (+ sinusoidal positions) -> 2-layer Encoder -> mean over the real tokens
-    -> linear head. positions=False drops the positional encoding; attention=False silences every layer's
-    self-attention (an FFN-only stack)."""
-
-    def __init__(self, d_model=32, n_layers=2, n_heads=4, positions=True, attention=True):
-        super().__init__()
-        self.embed = Embedding(REPEAT["V"], d_model)
-        self.positions = SinusoidalPositions(d_model, max_len=64) if positions else nn.Identity()
-        self.encoder = Encoder(n_layers, d_model, n_heads, 4 * d_model, dropout=0.0)
-        self.head = nn.Linear(d_model, 2)
-        if not attention:
-            for layer in self.encoder.layers:
-                _silence_attention(layer)
-
-    def forward(self, tokens):
-        mask = padding_mask(tokens, REPEAT["PAD"])                   # (B, 1, S): True = real token
-        h, _ = self.encoder(self.positions(self.embed(tokens)), mask)  # (B, S, D)
-        real = mask.transpose(1, 2).float()                          # (B, S, 1)
-        return self.head((h * real).sum(dim=1) / real.sum(dim=1))    # (B, D) -> (B, 2)
+REPEAT = dict(steps=800, batch=64, lr=1e-3, n_test=2000, every=50)   # the task itself: toy_tasks.repeat_batch
 
 
 def _repeat_accuracy(model: nn.Module, ids: torch.Tensor, y: torch.Tensor) -> float:
@@ -757,7 +700,7 @@ def classifier_controls_run(seed: int) -> dict:
         out[name] = {"accuracy": curve[-1], "curve": curve}
         if name == "full":
             for k, layer in enumerate(model.encoder.layers, start=1):
-                handle = _silence_attention(layer)
+                handle = silence_attention(layer)
                 zeroed = _repeat_accuracy(model, ids_test, y_test)
                 out[f"full, layer {k} attention zeroed at test"] = {"accuracy": zeroed}
                 handle.remove()

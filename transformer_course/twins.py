@@ -42,6 +42,8 @@ NUMPY_ONLY_MODULES = {
 TORCH_ONLY_MODULES = {
     "convert": "the one module that knows both weight layouts: it copies weights between the twins",
     "device": "CUDA / MPS / CPU, mixed precision and torch.compile: NumPy runs on the CPU in one precision",
+    "toy_tasks": "chapter 7's sorting and repeat-detection models, trained in PyTorch only (the chapter and the "
+                 "stored multi-seed runs share them)",
 }
 
 BY_NATURE = {  # set aside before the twins are compared, each on its own side only (patterns as in fnmatch)
