@@ -3,7 +3,12 @@ import numpy as np
 import pytest
 
 from transformer_course.exercises import ExerciseError
-from transformer_course.exercises.encoder import check_feed_forward, check_layer_norm, check_residual
+from transformer_course.exercises.encoder import (
+    check_encoder_layer,
+    check_feed_forward,
+    check_layer_norm,
+    check_residual,
+)
 
 
 # ---------------------------------------------------------------------------------------- layer norm
@@ -180,4 +185,84 @@ def test_residual_keeps_the_callers_random_state():
     before = torch.rand(3)
     torch.manual_seed(3)
     check_residual(_residual())
+    assert torch.equal(torch.rand(3), before)
+
+
+# ---------------------------------------------------------------------------------------- a whole encoder layer
+def _encoder_layer(slip=None):
+    """An encoder layer written with the submodules of the package's layer, with one slip: slip in {None,
+    "swapped norms", "always post-LN", "no attention residual", "no ffn residual", "ffn first", "norm1 twice",
+    "no mask", "tuple", "shape"}."""
+    def fn(x, layer, mask=None):
+        norm_first = not layer.norm_first if slip == "swapped norms" else layer.norm_first
+        norm_first = False if slip == "always post-LN" else norm_first
+        mask = None if slip == "no mask" else mask
+        sublayers = [("attention", lambda h: layer.self_attn(h, h, mask)[0], layer.norm1),
+                     ("ffn", layer.ffn, layer.norm2 if slip != "norm1 twice" else layer.norm1)]
+        if slip == "ffn first":
+            sublayers = sublayers[::-1]
+        for name, sublayer, norm in sublayers:
+            keep = slip != f"no {name} residual"
+            if norm_first:
+                sub = sublayer(norm(x))
+                x = x + sub if keep else sub
+            else:
+                sub = sublayer(x)
+                x = norm(x + sub) if keep else norm(sub)
+        if slip == "tuple":
+            return x, None
+        return x[:, :-1] if slip == "shape" else x
+    return fn
+
+
+def test_encoder_layer_reference_passes(capsys):
+    pytest.importorskip("torch")
+    from transformer_course.torch.sublayer import residual
+
+    def with_residual(x, layer, mask=None):
+        def attention(h):
+            return layer.self_attn(h, h, mask, need_weights=False)[0]
+
+        x = residual(x, attention, layer.norm1, layer.norm_first)
+        return residual(x, layer.ffn, layer.norm2, layer.norm_first)
+
+    assert check_encoder_layer(_encoder_layer()) is True
+    assert check_encoder_layer(with_residual) is True
+    assert check_encoder_layer(lambda x, layer, mask=None: layer(x, mask)[0]) is True
+    assert "✔ Correct" in capsys.readouterr().out
+
+
+def test_encoder_layer_stub_is_not_attempted(capsys):
+    pytest.importorskip("torch")
+
+    def stub(x, layer, mask=None):
+        raise NotImplementedError
+
+    assert check_encoder_layer(stub) is False
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("slip, hint", [
+    ("swapped norms", "other layout's place"),
+    ("always post-LN", "other layout's place; this layer is pre-LN"),
+    ("no attention residual", "self-attention sublayer has no residual"),
+    ("no ffn residual", "feed-forward sublayer has no residual"),
+    ("ffn first", "runs before the self-attention"),
+    ("norm1 twice", "same LayerNorm"),
+    ("no mask", "padding mask is ignored"),
+    ("tuple", "return only the layer's output"),
+    ("shape", "shape"),
+])
+def test_encoder_layer_mistakes_get_specific_hints(slip, hint):
+    pytest.importorskip("torch")
+    with pytest.raises(ExerciseError, match=hint):
+        check_encoder_layer(_encoder_layer(slip))
+
+
+def test_encoder_layer_keeps_the_callers_random_state():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(3)
+    before = torch.rand(3)
+    torch.manual_seed(3)
+    check_encoder_layer(_encoder_layer())
     assert torch.equal(torch.rand(3), before)

@@ -19,7 +19,7 @@ from .backprop import (
 )
 from .bahdanau import check_additive_attention
 from .decoder import check_beam_score, check_greedy_decode, check_top_p_filter
-from .encoder import check_feed_forward, check_layer_norm, check_residual
+from .encoder import check_encoder_layer, check_feed_forward, check_layer_norm, check_residual
 from .general_attention import check_masked_softmax, check_scaled_dot_product_attention
 from .multi_head import check_merge_heads, check_multi_head_attention, check_multi_head_loop, check_split_heads
 from .positional import check_shift_matrix, check_sinusoidal_encoding
@@ -33,7 +33,7 @@ __all__ = ["ExerciseError", "check_rnn_encoder", "check_layer_complexity", "chec
            "check_causal_mask", "check_causal_head", "check_multi_head_loop", "check_split_heads", "check_merge_heads",
            "check_multi_head_attention",
            "check_sinusoidal_encoding", "check_shift_matrix", "check_rope", "check_layer_norm", "check_feed_forward",
-           "check_residual",
+           "check_residual", "check_encoder_layer",
            "check_greedy_decode", "check_beam_score", "check_top_p_filter",
            "check_softmax_walk", "check_linear_backward", "check_embedding_backward",
            "check_encoder_layer_backward",

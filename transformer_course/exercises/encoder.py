@@ -1,11 +1,13 @@
-"""Checks for chapter 7 (the encoder): layer normalisation, the position-wise feed-forward network and the
-residual wrapper around a sublayer (post-LN or pre-LN).
+"""Checks for chapter 7 (the encoder): layer normalisation, the position-wise feed-forward network, the
+residual wrapper around a sublayer (post-LN or pre-LN) and a whole encoder layer assembled from its submodules.
 
 Each check calls the learner's function on small fixed float64 inputs, compares with a reference written out
 here (independent of the package code the chapter teaches; the residual check compares with the package's
 `residual`, which the chapter shows), and recognises the usual slips: normalising over
 the wrong axis, the unbiased variance, a forgotten epsilon or gain/bias; a missing or misplaced ReLU, missing
-biases in the feed-forward network; the norm in the wrong place, a missing residual, dropout after the addition.
+biases in the feed-forward network; the norm in the wrong place, a missing residual, dropout after the addition;
+in a whole layer, the sublayers in the wrong order, one LayerNorm used twice and the padding mask ignored (the
+encoder-layer check compares with the package's own `EncoderLayer.forward`).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import numpy as np
 
 from ._feedback import ExerciseError, as_numpy, call_learner, compare_arrays, exercise_check, passed
 
-__all__ = ["check_layer_norm", "check_feed_forward", "check_residual"]
+__all__ = ["check_layer_norm", "check_feed_forward", "check_residual", "check_encoder_layer"]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -250,3 +252,101 @@ def check_residual(fn):
                                 "(or nn.Dropout) call on the sublayer's output, before the addition.") from None
     passed("post-LN norm(x + Dropout(sublayer(x))) and pre-LN x + Dropout(sublayer(norm(x))), with dropout only "
            "while training, as the package's `residual`.")
+
+
+def _encoder_layer_slip(x, layer, mask, norm_first=None, order=("attention", "ffn"), residuals=(True, True),
+                        norms=None):
+    """One encoder layer written out with the submodules of `layer` (eval mode: no dropout), with one slip:
+    norm_first overrides the layer's placement, order puts the FFN first, residuals drops a sublayer's residual
+    (in the order the sublayers run), norms picks the LayerNorm of each sublayer, mask=None ignores the padding."""
+    import torch
+
+    norm_first = layer.norm_first if norm_first is None else norm_first
+    norms = (layer.norm1, layer.norm2) if norms is None else norms
+    sublayers = {"attention": lambda h: layer.self_attn(h, h, mask, need_weights=False)[0],   # (B, S, D)
+                 "ffn": layer.ffn}                                                             # (B, S, D)
+    with torch.no_grad():
+        for name, keep, norm in zip(order, residuals, norms):
+            sublayer = sublayers[name]
+            if norm_first:
+                sub = sublayer(norm(x))                                   # (B, S, D)
+                x = x + sub if keep else sub                              # (B, S, D)
+            else:
+                sub = sublayer(x)                                         # (B, S, D)
+                x = norm(x + sub) if keep else norm(sub)                  # (B, S, D)
+    return x.numpy()
+
+
+@exercise_check
+def check_encoder_layer(fn):
+    """Check `fn(x, layer, mask=None)`: one encoder layer's forward pass, written with the submodules of the
+    package's `EncoderLayer` `layer` (`self_attn`, `ffn`, `norm1`, `norm2`, and `norm_first` for the placement),
+    against the layer's own forward.
+
+    x: a torch tensor (B, S, D); mask: a bool tensor (B, 1, S), True at the real tokens; the layer is in eval mode,
+    so there is no dropout. `fn` returns the layer's output (B, S, D), without the attention weights.
+    """
+    import torch
+
+    from ..torch.encoder import EncoderLayer
+    from ..torch.masks import lengths_to_mask
+
+    B, S, D, H, F_inner = 2, 5, 8, 2, 16
+    with torch.random.fork_rng(devices=[]):                       # the caller's random state is kept
+        torch.manual_seed(2017)
+        x = 1.0 + 2.0 * torch.randn(B, S, D, dtype=torch.float64)  # (B, S, D): far from normalised
+        layers = {}
+        for norm_first in (False, True):
+            layer = EncoderLayer(D, H, F_inner, dropout=0.1, norm_first=norm_first).double().eval()
+            with torch.no_grad():                                 # random weights everywhere: zero biases and unit
+                for name, param in layer.named_parameters():     # gains would hide a LayerNorm used twice
+                    if name.endswith("gamma"):
+                        param.copy_(0.5 + torch.rand_like(param))
+                    else:
+                        param.copy_(0.4 * torch.randn_like(param))
+            layers[norm_first] = layer
+    mask = lengths_to_mask(torch.tensor([S, 3]), S)               # (B, 1, S): the second sequence is padded
+    layouts = {False: "post-LN (norm_first=False, the paper)", True: "pre-LN (norm_first=True)"}
+    for norm_first, layer in layers.items():
+        layout = layouts[norm_first]
+        with torch.no_grad():
+            expected = layer(x.clone(), mask)[0].numpy()           # (B, S, D): the package's own forward
+            result = call_learner(fn, x.clone(), layer, mask=mask)
+        if isinstance(result, (tuple, list)):
+            raise ExerciseError(f"your function returned a {type(result).__name__}; return only the layer's "
+                                "output, a tensor (B, S, D) (the package's layer also returns the attention "
+                                "weights, the exercise does not).")
+        got = as_numpy(result, f"my_encoder_layer on the {layout} layer")
+        add_back = "x + sublayer(norm(x))" if norm_first else "norm(x + sublayer(x))"
+        hints = [
+            (_encoder_layer_slip(x, layer, mask, norm_first=not norm_first),
+             f"the LayerNorms are in the other layout's place; this layer is {layout}: each sublayer is "
+             f"{add_back}. Read layer.norm_first."),
+            (_encoder_layer_slip(x, layer, mask, residuals=(False, True)),
+             f"the self-attention sublayer has no residual: add its input back, {add_back}."),
+            (_encoder_layer_slip(x, layer, mask, residuals=(True, False)),
+             f"the feed-forward sublayer has no residual: add its input back, {add_back}."),
+            (_encoder_layer_slip(x, layer, mask, residuals=(False, False)),
+             f"neither sublayer has a residual: each one is {add_back}."),
+            (_encoder_layer_slip(x, layer, mask, order=("ffn", "attention"), norms=(layer.norm1, layer.norm2)),
+             "the feed-forward network runs before the self-attention; an encoder layer runs self-attention "
+             "first (with norm1), then the FFN (with norm2)."),
+            (_encoder_layer_slip(x, layer, mask, order=("ffn", "attention"), norms=(layer.norm2, layer.norm1)),
+             "the feed-forward network runs before the self-attention; an encoder layer runs self-attention "
+             "first (with norm1), then the FFN (with norm2)."),
+            (_encoder_layer_slip(x, layer, mask, norms=(layer.norm1, layer.norm1)),
+             "the same LayerNorm (norm1) is used around both sublayers; each sublayer has its own, with its own "
+             "gamma and beta: norm1 around the self-attention, norm2 around the FFN."),
+            (_encoder_layer_slip(x, layer, mask, norms=(layer.norm2, layer.norm2)),
+             "the same LayerNorm (norm2) is used around both sublayers; each sublayer has its own, with its own "
+             "gamma and beta: norm1 around the self-attention, norm2 around the FFN."),
+            (_encoder_layer_slip(x, layer, mask, norms=(layer.norm2, layer.norm1)),
+             "the two LayerNorms are swapped: norm1 goes with the self-attention, norm2 with the FFN."),
+            (_encoder_layer_slip(x, layer, None),
+             "the padding mask is ignored: the second sequence has 3 real tokens and 2 of padding, and its real "
+             "tokens attended to the padding. Pass the mask to the self-attention, "
+             "layer.self_attn(h, h, mask)."),
+        ]
+        compare_arrays(got, expected, f"your {layout} output", atol=1e-5, rtol=1e-5, hints=hints)
+    passed("self-attention then the feed-forward network, each in its residual wrapper with its own LayerNorm, "
+           "post-LN and pre-LN, with the padding mask, as the package's EncoderLayer.")
