@@ -36,3 +36,16 @@ def test_path_lengths_are_n_log_k_n_and_one(n, kernel, conv_layers):
 def test_path_diagram_rejects_tiny_sizes():
     with pytest.raises(ValueError, match="n and kernel"):
         plot_layer_paths(1, 2)
+
+
+def test_attention_diagram_gives_every_decoder_step_its_own_context():
+    from transformer_course.viz.history import attention_encoder_decoder_diagram
+
+    fig = attention_encoder_decoder_diagram(S=4, T=3)
+    ax = fig.axes[0]
+    labels = [text.get_text() for text in ax.texts]
+    assert [f"$c_{t}$" for t in (1, 2, 3)] == [label for label in labels if label.startswith("$c_")]
+    assert len(ax.lines) == 4 * 3                    # one weight line from every h_i to every c_t
+    plt.close(fig)
+    with pytest.raises(ValueError, match="S"):
+        attention_encoder_decoder_diagram(S=0)

@@ -5,7 +5,10 @@ import math
 
 import matplotlib.pyplot as plt
 
-__all__ = ["plot_timeline", "plot_layer_paths"]
+# the encoder-decoder diagram beside which the attention version is drawn: same boxes, colours and helpers
+from .diagrams import FILL, _arrow, _box, _canvas, _count, _note
+
+__all__ = ["plot_timeline", "plot_layer_paths", "attention_encoder_decoder_diagram"]
 
 _GREY = "#bbbbbb"
 _PATH = "#d62728"
@@ -39,7 +42,7 @@ def plot_timeline(events, ax=None, title=None):
     ax.grid(axis="y", visible=False)
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
-    ax.set_xlabel("first public version (arXiv), in years")
+    ax.set_xlabel("first public version (arXiv, else the conference), in years")
     if title:
         ax.set_title(title)
     return ax
@@ -117,3 +120,38 @@ def plot_layer_paths(n: int = 8, kernel: int = 2):
     fig.tight_layout()
     return fig
 
+
+
+def attention_encoder_decoder_diagram(S: int = 4, T: int = 3):
+    """The encoder-decoder of `encoder_decoder_diagram` with attention: every encoder state h_i stays in a
+    memory, and each decoder step t reads its own context c_t, a weighted average of all of them (thin lines:
+    the weights alpha_{t,i}). Returns the figure."""
+    S, T = _count("S", S), _count("T", T)
+    step = 0.78
+    x_enc = [0.55 + i * step for i in range(S)]
+    x_dec = [x_enc[-1] + 1.25 + t * step for t in range(T)]
+    fig, ax = _canvas(max(x_dec[-1] + 0.75, 5.6), 3.9)
+    y_in, y_rnn, y_ctx, y_out, w, h = 0.35, 1.55, 2.55, 3.2, 0.52, 0.40
+    for i, x in enumerate(x_enc):
+        _box(ax, x, y_rnn, w, h, f"$h_{i + 1}$", FILL["rnn"])
+        _note(ax, x, y_in, f"$x_{i + 1}$")
+        _arrow(ax, (x, y_in + 0.15), (x, y_rnn - h / 2))
+        if i:
+            _arrow(ax, (x_enc[i - 1] + w / 2, y_rnn), (x - w / 2, y_rnn))
+    for t, x in enumerate(x_dec):
+        x_c = x - 0.16                                  # c_t sits above its decoder step, left of the output
+        for x_h in x_enc:                               # one weight alpha_{t,i} per line
+            ax.plot([x_h, x_c], [y_rnn + h / 2, y_ctx - 0.14], color="#cb181d", lw=0.6, alpha=0.55, zorder=1)
+        _box(ax, x_c, y_ctx, 0.36, 0.28, f"$c_{t + 1}$", FILL["context"], size=9)
+        _arrow(ax, (x_c, y_ctx - 0.14), (x_c, y_rnn + h / 2), colour="#cb181d")
+        _box(ax, x, y_rnn, w, h, f"$s_{t + 1}$", FILL["rnn"])
+        reads = r"$\langle$bos$\rangle$" if t == 0 else f"$y_{t}$"
+        _note(ax, x, y_in, reads)
+        _arrow(ax, (x, y_in + 0.15), (x, y_rnn - h / 2))
+        _arrow(ax, (x + 0.16, y_rnn + h / 2), (x + 0.16, y_out - 0.12))
+        _note(ax, x + 0.16, y_out, f"$y_{t + 1}$")
+        if t:
+            _arrow(ax, (x_dec[t - 1] + w / 2, y_rnn), (x - w / 2, y_rnn))
+    _note(ax, (x_enc[0] + x_enc[-1]) / 2, 3.65, "encoder: keeps $h_1, \\dots, h_S$", weight="bold")
+    _note(ax, (x_dec[0] + x_dec[-1]) / 2, 3.65, "decoder: a new $c_t$ at every step", weight="bold")
+    return fig
