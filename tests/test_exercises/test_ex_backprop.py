@@ -10,6 +10,7 @@ from transformer_course.exercises.backprop import (
     check_label_smoothing_backward,
     check_layernorm_backward,
     check_linear_backward,
+    check_merge_heads_backward,
     check_softmax_backward,
     check_softmax_walk,
 )
@@ -657,3 +658,73 @@ def test_encoder_layer_unknown_error_names_the_array():
 
     with pytest.raises(ExerciseError, match="dx"):
         check_encoder_layer_backward(off)
+
+
+# ---------------------------------------------------------------------------------------- merging heads backward
+def good_merge_heads_backward(d_merged, n_heads):
+    B, T, D = d_merged.shape
+    return d_merged.reshape(B, T, n_heads, D // n_heads).transpose(0, 2, 1, 3)
+
+
+def test_merge_heads_reference_passes(capsys):
+    assert check_merge_heads_backward(good_merge_heads_backward) is True
+    assert "✔ Correct" in capsys.readouterr().out
+
+
+def test_merge_heads_index_loop_and_torch_autograd_pass():
+    torch = pytest.importorskip("torch")
+
+    def loop(d_merged, n_heads):
+        B, T, D = d_merged.shape
+        Dh = D // n_heads
+        d_heads = np.zeros((B, n_heads, T, Dh))
+        for h in range(n_heads):                         # head h received features h*Dh .. (h+1)*Dh - 1
+            d_heads[:, h] = d_merged[:, :, h * Dh:(h + 1) * Dh]
+        return d_heads
+
+    def autograd(d_merged, n_heads):
+        B, T, D = d_merged.shape
+        heads = torch.zeros((B, n_heads, T, D // n_heads), dtype=torch.float64, requires_grad=True)
+        (heads.transpose(1, 2).reshape(B, T, D) * torch.tensor(d_merged)).sum().backward()
+        return heads.grad
+
+    assert check_merge_heads_backward(loop) is True and check_merge_heads_backward(autograd) is True
+
+
+def test_merge_heads_stub_is_not_attempted(capsys):
+    def stub(d_merged, n_heads):
+        raise NotImplementedError
+
+    assert check_merge_heads_backward(stub) is False
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def _sizes(d, H):
+    B, T, D = d.shape
+    return B, T, H, D // H
+
+
+@pytest.mark.parametrize("fn, hint", [
+    (lambda d, H: d.reshape(_sizes(d, H)[0], H, _sizes(d, H)[1], -1), "plain reshape of d_merged"),
+    (lambda d, H: d.reshape(_sizes(d, H)).transpose(0, 2, 3, 1), "wrong axes were transposed"),
+    (lambda d, H: d.reshape(*_sizes(d, H)[:2], -1, H).transpose(0, 3, 1, 2), r"split as \(Dh, H\)"),
+    (lambda d, H: d.reshape(_sizes(d, H)), "the transpose is missing"),
+    (lambda d, H: d.copy(), "shape of the merge's OUTPUT"),
+    (lambda d, H: good_merge_heads_backward(d, H).swapaxes(1, 3),
+     r"has shape \(2, 5, 4, 3\), expected .* = \(2, 3, 4, 5\)"),
+    (lambda d, H: good_merge_heads_backward(d, H) * 2, "120 of 120 values differ"),
+    (lambda d, H: good_merge_heads_backward(d, H) * (1 if H == 3 else 2), r"input 2 \(B=1, T=3, H=2, Dh=4\)"),
+    (lambda d, H: None, "forget to .return."),
+])
+def test_merge_heads_mistakes_get_their_hint(fn, hint):
+    with pytest.raises(ExerciseError, match=hint):
+        check_merge_heads_backward(fn)
+
+
+def test_merge_heads_learner_cannot_spoil_inputs():
+    def in_place(d_merged, n_heads):
+        result = good_merge_heads_backward(d_merged, n_heads).copy()
+        d_merged[...] = 0.0
+        return result
+
+    assert check_merge_heads_backward(in_place) is True

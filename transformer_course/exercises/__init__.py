@@ -14,6 +14,7 @@ from .backprop import (
     check_label_smoothing_backward,
     check_layernorm_backward,
     check_linear_backward,
+    check_merge_heads_backward,
     check_softmax_backward,
     check_softmax_walk,
 )
@@ -38,5 +39,5 @@ __all__ = ["ExerciseError", "check_rnn_encoder", "check_layer_complexity", "chec
            "check_softmax_walk", "check_linear_backward", "check_embedding_backward",
            "check_encoder_layer_backward",
            "check_softmax_backward", "check_layernorm_backward", "check_attention_backward",
-           "check_label_smoothing_backward",
+           "check_label_smoothing_backward", "check_merge_heads_backward",
            "check_noam_lr", "check_label_smoothing_targets", "check_sentence_chrf"]

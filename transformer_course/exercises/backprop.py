@@ -13,7 +13,9 @@ check by central differences, and name the transposed weight, the bias gradient 
 and the repeated token rows overwritten instead of accumulated. The capstone, `check_encoder_layer_backward`,
 checks a whole pre-LN encoder layer composed from those backward passes against the package's
 `encoder_layer_backward` and central differences, and names a missing residual gradient and a LayerNorm
-back-propagated with the wrong gradient or the wrong cache.
+back-propagated with the wrong gradient or the wrong cache. `check_merge_heads_backward` checks the gradient of
+merging the heads against the package's and names a reshape without its transpose, the wrong axes transposed,
+D split as (Dh, H), and an answer in the shape of the merge's output.
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ from ._feedback import (
 
 __all__ = ["check_softmax_backward", "check_layernorm_backward", "check_attention_backward",
            "check_label_smoothing_backward", "check_softmax_walk", "check_linear_backward",
-           "check_embedding_backward", "check_encoder_layer_backward"]
+           "check_embedding_backward", "check_encoder_layer_backward", "check_merge_heads_backward"]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -777,3 +779,131 @@ def check_encoder_layer_backward(fn):
     return passed("the FFN block's backward, then the attention block's, each: the sublayer's backward, then "
                   "layernorm_backward on its input gradient, plus the identity path's gradient. The package's "
                   "encoder_layer_backward and central differences agree with you.")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# merging the heads: the backward of a reshape and a transpose
+# ----------------------------------------------------------------------------------------------------------
+def _mha_identity_output(D, n_heads):
+    """A float64 multi-head layer whose output projection is the identity (W_o = I, b_o = 0), so that the
+    gradient reaching the merged heads is exactly the gradient of the layer's output."""
+    from transformer_course.numpy import init_multi_head_attention
+
+    params = init_multi_head_attention(np.random.default_rng(1990), D, n_heads, dtype=np.float64)
+    params["W_o"], params["b_o"] = np.eye(D), np.zeros(D)
+    return params
+
+
+def _package_merge_backward(d_merged, n_heads):
+    """d_heads (B, H, T, Dh) as the package's multi_head_attention_backward computes it from d_merged (B, T, D).
+
+    The package writes the merge and its backward inline, so the array is recorded where it enters the
+    attention's backward; it is then confirmed by central differences of the package's forward, with the
+    attention's output replaced by the heads being perturbed (L = sum(out * d_merged), out = merge(heads)).
+    """
+    import unittest.mock
+
+    import transformer_course.numpy.attention as attention_module
+
+    B, T, D = d_merged.shape
+    params = _mha_identity_output(D, n_heads)
+    x = np.random.default_rng(1991).normal(size=(B, T, D))                   # (B, T, D)
+    _, cache = attention_module.multi_head_attention_forward(x, x, params, n_heads)
+    recorded = []
+    original = attention_module.scaled_dot_product_attention_backward
+
+    def record(d_heads, attn_cache):
+        recorded.append(d_heads.copy())                                     # (B, H, T, Dh)
+        return original(d_heads, attn_cache)
+
+    with unittest.mock.patch.object(attention_module, "scaled_dot_product_attention_backward", record):
+        attention_module.multi_head_attention_backward(d_merged, cache)
+    d_heads = recorded[0]                                                   # (B, H, T, Dh)
+
+    heads = np.random.default_rng(1992).normal(size=d_heads.shape)          # (B, H, T, Dh): perturbed below
+
+    def loss():
+        with unittest.mock.patch.object(attention_module, "scaled_dot_product_attention_forward",
+                                        lambda *args, **kwargs: (heads.copy(), {"weights": None})):
+            out = attention_module.multi_head_attention_forward(x, x, params, n_heads)[0]   # (B, T, D)
+        return float((out * d_merged).sum())
+
+    assert np.allclose(_central_differences(loss, heads), d_heads, atol=1e-6), "package and finite differences differ"
+    return d_heads
+
+
+def _heads_sizes(d_merged, n_heads):
+    B, T, D = d_merged.shape
+    return B, T, n_heads, D // n_heads
+
+
+def _reshape_only(d_merged, n_heads):
+    B, T, H, Dh = _heads_sizes(d_merged, n_heads)
+    return d_merged.reshape(B, H, T, Dh)                                    # (B, H, T, Dh), entries scrambled
+
+
+def _swap_t_and_dh(d_merged, n_heads):
+    B, T, H, Dh = _heads_sizes(d_merged, n_heads)
+    return d_merged.reshape(B, T, H, Dh).transpose(0, 2, 3, 1)              # (B, H, Dh, T)
+
+
+def _interleaved(d_merged, n_heads):
+    B, T, H, Dh = _heads_sizes(d_merged, n_heads)
+    return d_merged.reshape(B, T, Dh, H).transpose(0, 3, 1, 2)              # (B, H, T, Dh), heads interleaved
+
+
+def _split_without_transpose(d_merged, n_heads):
+    B, T, H, Dh = _heads_sizes(d_merged, n_heads)
+    return d_merged.reshape(B, T, H, Dh)                                    # (B, T, H, Dh)
+
+
+def _merged_shape(d_merged, n_heads):
+    return d_merged                                                         # (B, T, D): the forward's output shape
+
+
+_MERGE_BACKWARD_MISTAKES = [
+    (_reshape_only,
+     "the shape is right but the entries are scrambled: a plain reshape of d_merged to (B, H, T, Dh) cuts its "
+     "memory in the wrong places, so a head receives the gradients of other positions. The merge was a "
+     "transpose THEN a reshape; undo them in reverse order: reshape to (B, T, H, Dh), then transpose axes 1 and 2."),
+    (_swap_t_and_dh,
+     "the wrong axes were transposed: the result is (B, H, Dh, T), with T and Dh swapped. After the reshape to "
+     "(B, T, H, Dh), swap axes 1 and 2 only: transpose(0, 2, 1, 3)."),
+    (_interleaved,
+     "the heads are interleaved: D was split as (Dh, H), which gives head h the features h, h + H, h + 2H, ... "
+     "The merge put each head's Dh features side by side, so split D as (H, Dh): reshape to (B, T, H, Dh)."),
+    (_split_without_transpose,
+     "the transpose is missing: (B, T, H, Dh) is the split stopped halfway. The heads had the head axis before "
+     "the time axis, and so must their gradient: add .transpose(0, 2, 1, 3)."),
+    (_merged_shape,
+     "you returned the gradient in the shape of the merge's OUTPUT, (B, T, D). A gradient has the shape of what "
+     "it differentiates: the merge's input, the heads (B, H, T, Dh)."),
+]
+
+
+@exercise_check
+def check_merge_heads_backward(fn):
+    """Check `fn(d_merged, n_heads) -> d_heads` for the merge heads (B, H, T, Dh) -> merged (B, T, D),
+    merged = heads.transpose(0, 2, 1, 3).reshape(B, T, D) with D = H * Dh.
+
+    d_merged: (B, T, D), the gradient at the merged heads; d_heads: (B, H, T, Dh). Two inputs of different
+    sizes. The expected answer is the gradient the package's multi_head_attention_backward computes, confirmed
+    inside the check by central differences of the package's forward.
+    """
+    rng = np.random.default_rng(1989)
+    for n, (B, T, H, Dh) in enumerate(((2, 4, 3, 5), (1, 3, 2, 4)), start=1):   # B, T, H, Dh all different
+        d_merged = rng.normal(size=(B, T, H * Dh))                          # (B, T, D)
+        expected = _package_merge_backward(d_merged, H)                     # (B, H, T, Dh)
+        where = f"input {n} (B={B}, T={T}, H={H}, Dh={Dh})"
+        got = as_numpy(call_learner(fn, d_merged, H), f"d_heads, {where},")
+        for mistake, why in _MERGE_BACKWARD_MISTAKES:
+            wrong = mistake(d_merged, H)
+            if got.shape == wrong.shape and np.allclose(got, wrong, atol=1e-12) and \
+                    not (got.shape == expected.shape and np.allclose(got, expected, atol=1e-12)):
+                raise ExerciseError(f"d_heads, {where}, is not right yet: {why}")
+        if got.shape != expected.shape:
+            raise ExerciseError(f"d_heads, {where}, has shape {got.shape}, expected (B, H, T, Dh) = "
+                                f"{expected.shape}: the gradient of the heads has the shape of the heads.")
+        compare_arrays(got, expected, f"d_heads, {where},", atol=1e-12, rtol=1e-12)
+    return passed("d_heads = d_merged.reshape(B, T, H, Dh).transpose(0, 2, 1, 3): the backward of the merge is "
+                  "the split. The package's multi_head_attention_backward and central differences agree with you.")
