@@ -8,7 +8,8 @@ The tests read notation.md's tables and the formulas of every page's markdown ce
 (b) a page uses a symbol that is in neither the main tables nor that page's own rows;
 (c) a row does not link the page that introduces it (or, for a page-local row, the page it is for), or that
     page's maths does not use the row's symbol;
-(d) MyST does not parse a formula as it is written (it then shows raw TeX).
+(d) MyST does not parse a formula as it is written (it then shows raw TeX);
+(e) a row defines a symbol that no page uses (a page-local row: that its page does not use).
 
 What counts as a symbol (a letter with its label; $x_i$ is x, $D_h$ is D_h) is documented in tools/notation.py.
 A planted page and a planted table show that the checks catch what they should.
@@ -46,8 +47,9 @@ def test_the_tables_are_read():
     # guards against a parser that finds nothing and so passes everything
     sections = {row.section for row in ROWS}
     assert {"Shapes", "Attention", "Training", notation.LOCAL_SECTION} <= sections, sections
+    assert "Parameter shapes" not in sections      # a table without a "meaning" column restates, defines nothing
     keys = {key for row in ROWS for key in row.keys}
-    assert {"D_{h}", "T_{q}", "W^{Q}", "W^{O}", r"\alpha", "S", "T", "Z", "L", "n_{look}", "x_{kv}"} <= keys
+    assert {"D_{h}", "T_{q}", "W^{Q}", "W^{O}", r"\alpha", "S", "T", "Z", "L", "n_{look}", "X_{kv}"} <= keys
     assert all(row.meaning for row in ROWS), [row.where for row in ROWS if not row.meaning]
     assert sum(len(page.cells) for page in PAGES) > 300 and len(PAGES) >= 13
 
@@ -76,6 +78,11 @@ def test_every_symbol_of_the_page_is_in_the_tables(page):
 
 def test_every_row_links_the_page_that_uses_it():
     problems = notation.bad_links(PAGES, ROWS, READER)
+    assert not problems, "\n".join(problems)
+
+
+def test_every_symbol_of_every_row_is_used():
+    problems = notation.unused_rows(PAGES, ROWS, READER)
     assert not problems, "\n".join(problems)
 
 
@@ -195,3 +202,81 @@ def test_a_planted_page_and_table_are_caught(tmp_path):
 
     broken = notation.broken_formulas([page])
     assert [(name, cell) for name, cell, _ in broken] == [("99_planted", 2)]
+
+
+def test_a_planted_unused_row_is_caught(tmp_path):
+    """A symbol no page writes, in a main row or a page-local one, and a bar no page writes, are each reported;
+    a row named by its text is not checked."""
+    table = PLANTED_TABLE.replace("| $W^Q$ | query projection |", "| $W^Q$, $\\Xi$ | query projection |") + (
+        "| $\\bar{w}$ | a conjugate of the planted example | [chapter 99](99_planted.ipynb) |\n"
+        "| $\\eta$ | a rate of the planted example | [chapter 99](99_planted.ipynb) |\n"
+        "| BLEU | a score | [chapter 99](99_planted.ipynb) |\n")
+    reader = notation.Reader()
+    rows = notation.parse_notation(table, reader)
+    page = notation.read_page(_planted_notebook(tmp_path))
+    problems = notation.unused_rows([page], rows, reader)
+    assert len(problems) == 3, problems
+    assert "defines $\\Xi$, which no formula on any page uses" in problems[0]
+    assert "defines $\\bar{w}$, which no formula on 99_planted uses" in problems[1]
+    assert "defines $\\eta$, which no formula on 99_planted uses" in problems[2]
+    assert notation.unused_rows([page], notation.parse_notation(PLANTED_TABLE, reader), reader) == []
+
+
+def _parameter_shape_rows() -> list[list[str]]:
+    """The cells of the rows of notation.md's table "Parameter shapes"."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable("table").parse((ROOT / "book" / "notation.md").read_text("utf-8"))
+    rows, section, cells = [], "", []
+    for index, token in enumerate(tokens):
+        if token.type == "heading_open":
+            section = tokens[index + 1].content.strip()
+        elif token.type == "tr_open":
+            cells = []
+        elif token.type == "inline" and tokens[index - 1].type == "td_open":
+            cells.append(token.content.strip())
+        elif token.type == "tr_close" and cells and section == "Parameter shapes":
+            rows.append(cells)
+    return rows
+
+
+def test_the_parameter_shapes_are_the_package_s():
+    """Each shape of the table "Parameter shapes" is the shape of that parameter in the NumPy model, built with
+    sizes that differ from one another so that a swapped axis shows."""
+    import re
+
+    import numpy as np
+
+    from transformer_course.config import ModelConfig
+    from transformer_course.numpy.transformer import init_transformer
+
+    size = {"D": 8, "F": 12, r"\lvert\mathcal{V}_{\text{src}}\rvert": 11, r"\lvert\mathcal{V}_{\text{tgt}}\rvert": 13}
+    config = ModelConfig(src_vocab_size=11, tgt_vocab_size=13, d_model=8, n_heads=2, d_ff=12, n_encoder_layers=1,
+                         n_decoder_layers=1, tie_output_embedding=False)
+    shapes: dict[str, set[tuple]] = {}
+
+    def walk(tree, path):
+        if isinstance(tree, dict):
+            for key, value in tree.items():
+                walk(value, (*path, key))
+        elif isinstance(tree, list):
+            for value in tree:
+                walk(value, path)
+        else:
+            shapes.setdefault(path[-1], set()).add(tree.shape)
+            shapes.setdefault("/".join(path[-2:]), set()).add(tree.shape)
+
+    walk(init_transformer(np.random.default_rng(0), config), ())
+    rows = _parameter_shape_rows()
+    assert len(rows) >= 8, rows
+    for cells in rows:
+        names = re.findall(r"`([^`]+)`", cells[1])
+        stated = [tuple(size[axis.strip()] for axis in tex.split(",") if axis.strip())
+                  for tex in re.findall(r"\$\((.*?)\)\$", cells[2].split(" with ")[0])]
+        if "src_embedding" in names:
+            names = ["src_embedding/E", "tgt_embedding/E"]
+        if len(stated) == 1:
+            stated *= len(names)
+        assert len(stated) == len(names), cells
+        for name, shape in zip(names, stated):
+            assert shapes.get(name) == {shape}, f"{name}: notation.md says {shape}, the package has {shapes.get(name)}"

@@ -25,7 +25,9 @@ defines them for one page. The checks (tests/test_notation.py runs them):
     against another row for its page (`double_meanings`, `local_clashes`);
 (b) a symbol that a page's markdown uses and no row lists for it (`unknown_symbols`);
 (c) a row without a link to a page of the book that uses its symbol (`bad_links`);
-(d) a formula that MyST does not parse as written (`broken_formulas`).
+(d) a formula that MyST does not parse as written (`broken_formulas`);
+(e) a row that defines a symbol no page uses (`unused_rows`): a main row's symbol on any page, a page-local
+    row's on its page.
 
     python -m tools.notation          # every page; prints the problems, exit status 1 if there are any
 """
@@ -533,7 +535,8 @@ def parse_notation(text: str, reader: Reader | None = None) -> list[Row]:
             cells, line = [], (token.map[0] + 1 if token.map else 0)
         elif token.type == "inline" and tokens[index - 1].type in ("th_open", "td_open"):
             (header if in_head else cells).append(token.content.strip())
-        elif token.type == "tr_close" and not in_head and cells:
+        elif token.type == "tr_close" and not in_head and cells and "meaning" in [h.lower() for h in header]:
+            # a table without a "meaning" column (the parameter shapes) restates symbols; it defines none
             rows.append(_row(reader, section, [h.lower() for h in header], cells, line))
     return rows
 
@@ -710,6 +713,43 @@ def bad_links(pages: list[Page], rows: list[Row], reader: Reader) -> list[str]:
     return problems
 
 
+def _squeezed(tex: str) -> str:
+    return re.sub(r"[\s{}]", "", tex)
+
+
+def unused_rows(pages: list[Page], rows: list[Row], reader: Reader) -> list[str]:
+    """(e) A row that defines a symbol no page uses: every symbol of a main row is used by some page of the book,
+    every symbol of a page-local row by its page. A row of bars ($\bar{x}$), which defines no symbol, is used
+    when its formulas appear as written (spaces and braces aside) on those pages; a row named by its text (BLEU)
+    is not checked."""
+    used: dict[str, set[str]] = {}
+    written: dict[str, list[str]] = {}
+    for page in pages:
+        keys, texts = used.setdefault(page.name, set()), written.setdefault(page.name, [])
+        for texs in (*page.cells.values(), *page.captions.values()):
+            for tex in texs:
+                texts.append(_squeezed(tex))
+                for symbol in reader.symbols(tex):
+                    keys.update((symbol.key, *symbol.fallbacks))
+    problems = []
+    for row in rows:
+        if row.symbols and row.symbols[0].text == row.cell:
+            continue
+        names = [row.local_page] if row.local_page else list(used)
+        where = f"on {row.local_page}" if row.local_page else "on any page"
+        if row.symbols:
+            keys = set().union(*(used.get(name, set()) for name in names))
+            unused = [symbol.text for symbol in row.symbols if symbol.key not in keys]
+        else:
+            texts = [text for name in names for text in written.get(name, [])]
+            unused = [tex for tex in _INLINE.findall(_CODE_SPAN.sub(" ", row.cell))
+                      if not any(_squeezed(tex) in text for text in texts)]
+        if unused:
+            problems.append(f"{row.where}: the row {row.cell} defines {', '.join(f'${t}$' for t in unused)}, "
+                            f"which no formula {where} uses: delete it from the row")
+    return problems
+
+
 def broken_formulas(pages: list[Page]) -> list[tuple[str, int, str]]:
     """(d) Cells whose maths MyST does not parse as written: (page, cell, message). A line inside `$...$` that
     starts with '- ' or '1. ' turns into a list item, and the formula is shown as raw TeX."""
@@ -738,6 +778,7 @@ def check_book(root: Path = ROOT, known_clashes: dict[tuple[str, str], str] | No
     problems = double_meanings(rows)
     problems += [c.message() for c in local_clashes(rows) if (c.page, c.key) not in known]
     problems += unknown_symbols(pages, rows, reader) + bad_links(pages, rows, reader)
+    problems += unused_rows(pages, rows, reader)
     problems += [message for _, _, message in broken_formulas(pages)]
     return problems + [f"a TeX command this reader does not know: {c}" for c in sorted(reader.unknown)]
 
