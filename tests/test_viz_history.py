@@ -49,3 +49,19 @@ def test_attention_diagram_gives_every_decoder_step_its_own_context():
     plt.close(fig)
     with pytest.raises(ValueError, match="S"):
         attention_encoder_decoder_diagram(S=0)
+
+
+def test_attention_diagram_draws_one_query_arrow_into_every_context():
+    from matplotlib.colors import to_rgba
+    from matplotlib.patches import FancyArrowPatch
+
+    from transformer_course.viz.history import QUERY_COLOUR, attention_encoder_decoder_diagram
+
+    for T in (1, 3):
+        fig = attention_encoder_decoder_diagram(S=2, T=T)
+        ax = fig.axes[0]
+        query_arrows = [p for p in ax.patches if isinstance(p, FancyArrowPatch)
+                        and p.get_edgecolor() == to_rgba(QUERY_COLOUR)]
+        assert len(query_arrows) == T                # s_{t-1} -> c_t for t = 1 .. T
+        assert "$s_0$" in [text.get_text() for text in ax.texts]
+        plt.close(fig)

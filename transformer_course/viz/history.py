@@ -12,6 +12,7 @@ __all__ = ["plot_timeline", "plot_layer_paths", "attention_encoder_decoder_diagr
 
 _GREY = "#bbbbbb"
 _PATH = "#d62728"
+QUERY_COLOUR = "0.55"  # the decoder state s_{t-1} read as the query
 
 
 def plot_timeline(events, ax=None, title=None):
@@ -125,7 +126,8 @@ def plot_layer_paths(n: int = 8, kernel: int = 2):
 def attention_encoder_decoder_diagram(S: int = 4, T: int = 3):
     """The encoder-decoder of `encoder_decoder_diagram` with attention: every encoder state h_i stays in a
     memory, and each decoder step t reads its own context c_t, a weighted average of all of them (thin lines:
-    the weights alpha_{t,i}). Returns the figure."""
+    the weights alpha_{t,i}), with the decoder's previous state s_{t-1} as the query (grey arrows, from s_0 on).
+    Returns the figure."""
     S, T = _count("S", S), _count("T", T)
     step = 0.78
     x_enc = [0.55 + i * step for i in range(S)]
@@ -143,6 +145,9 @@ def attention_encoder_decoder_diagram(S: int = 4, T: int = 3):
         for x_h in x_enc:                               # one weight alpha_{t,i} per line
             ax.plot([x_h, x_c], [y_rnn + h / 2, y_ctx - 0.14], color="#cb181d", lw=0.6, alpha=0.55, zorder=1)
         _box(ax, x_c, y_ctx, 0.36, 0.28, f"$c_{t + 1}$", FILL["context"], size=9)
+        # the query: the state before this step, s_t in 0-based t (s_0 has no box: a note left of s_1)
+        query_from = (x_dec[t - 1] + w / 2, y_rnn + h / 2) if t else (x - 0.62, y_rnn + 0.12)
+        _arrow(ax, query_from, (x_c - 0.18, y_ctx - 0.08), colour=QUERY_COLOUR)
         _arrow(ax, (x_c, y_ctx - 0.14), (x_c, y_rnn + h / 2), colour="#cb181d")
         _box(ax, x, y_rnn, w, h, f"$s_{t + 1}$", FILL["rnn"])
         reads = r"$\langle$bos$\rangle$" if t == 0 else f"$y_{t}$"
@@ -152,6 +157,8 @@ def attention_encoder_decoder_diagram(S: int = 4, T: int = 3):
         _note(ax, x + 0.16, y_out, f"$y_{t + 1}$")
         if t:
             _arrow(ax, (x_dec[t - 1] + w / 2, y_rnn), (x - w / 2, y_rnn))
+    _note(ax, x_dec[0] - 0.62, y_rnn, "$s_0$")
+    _arrow(ax, (x_dec[0] - 0.5, y_rnn), (x_dec[0] - w / 2, y_rnn))
     _note(ax, (x_enc[0] + x_enc[-1]) / 2, 3.65, "encoder: keeps $h_1, \\dots, h_S$", weight="bold")
     _note(ax, (x_dec[0] + x_dec[-1]) / 2, 3.65, "decoder: a new $c_t$ at every step", weight="bold")
     return fig
