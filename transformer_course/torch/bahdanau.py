@@ -132,9 +132,9 @@ class BahdanauSeq2Seq(nn.Module):
         mask = src != self.pad_id                        # (B, S)
         x = self.src_embedding(src)                      # (B, S) -> (B, S, E)
         annotations = self.encoder(x, mask)              # (B, S, 2D) = [->h_i; <-h_i]
-        last = mask.sum(1) - 1                           # (B,): each source's last real position
-        forward_final = annotations[torch.arange(src.shape[0]), last, :self.hidden]  # (B, D): ->h_S
-        context = torch.cat([forward_final, annotations[:, 0, self.hidden:]], dim=-1)  # (B, 2D): [->h_S; <-h_1]
+        last = mask.sum(1) - 1                           # (B,): each source's last real position, its <eos>
+        forward_final = annotations[torch.arange(src.shape[0]), last, :self.hidden]  # (B, D): ->h_{S+1}, at <eos>
+        context = torch.cat([forward_final, annotations[:, 0, self.hidden:]], dim=-1)  # (B, 2D): [->h_{S+1}; <-h_1]
         if self.attention:
             s0 = torch.tanh(self.W_s(annotations[:, 0, self.hidden:]))  # (B, D): <-h_1 read the whole source
         else:
