@@ -106,6 +106,16 @@ def _arrow(ax, start, end, colour=EDGE, style="-|>", **kw):
                                  shrinkA=0, shrinkB=0, **kw))
 
 
+
+def _rnn_encoder(ax, x_enc, y_in: float, y_rnn: float, w: float, h: float) -> None:
+    """An RNN encoder drawn left to right: one state box h_i over each input x_i, the recurrence as arrows."""
+    for i, x in enumerate(x_enc):
+        _box(ax, x, y_rnn, w, h, f"$h_{i + 1}$", FILL["rnn"])
+        _note(ax, x, y_in, f"$x_{i + 1}$")
+        _arrow(ax, (x, y_in + 0.15), (x, y_rnn - h / 2))
+        if i:
+            _arrow(ax, (x_enc[i - 1] + w / 2, y_rnn), (x - w / 2, y_rnn))
+
 def _shape(ax, x, y, text, ha="left", va="center", size=SHAPE_SIZE):
     """A tensor shape written next to an arrow, on white so that it stays legible over lines."""
     ax.text(x, y, text, ha=ha, va=va, fontsize=size, color=SHAPE_COLOUR,
@@ -203,12 +213,7 @@ def encoder_decoder_diagram(S: int = 4, T: int = 3) -> Figure:
     width = x_dec[-1] + 0.55
     fig, ax = _canvas(max(width, 5.6), 3.5)
     y_in, y_rnn, y_out, w, h = 0.35, 1.55, 2.75, 0.52, 0.40
-    for i, x in enumerate(x_enc):
-        _box(ax, x, y_rnn, w, h, f"$h_{i + 1}$", FILL["rnn"])
-        _note(ax, x, y_in, f"$x_{i + 1}$")
-        _arrow(ax, (x, y_in + 0.15), (x, y_rnn - h / 2))
-        if i:
-            _arrow(ax, (x_enc[i - 1] + w / 2, y_rnn), (x - w / 2, y_rnn))
+    _rnn_encoder(ax, x_enc, y_in, y_rnn, w, h)
     _shape(ax, x_enc[0] + 0.06, (y_in + y_rnn - h / 2) / 2 + 0.07, "(B, E)")
     _box(ax, x_c, y_rnn, 0.5, 0.5, "$c$", FILL["context"], size=12)
     _arrow(ax, (x_enc[-1] + w / 2, y_rnn), (x_c - 0.25, y_rnn))

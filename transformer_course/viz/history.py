@@ -6,7 +6,7 @@ import math
 import matplotlib.pyplot as plt
 
 # the encoder-decoder diagram beside which the attention version is drawn: same boxes, colours and helpers
-from .diagrams import FILL, _arrow, _box, _canvas, _count, _note
+from .diagrams import FILL, _arrow, _box, _canvas, _count, _note, _rnn_encoder
 
 __all__ = ["plot_timeline", "plot_layer_paths", "attention_encoder_decoder_diagram"]
 
@@ -134,12 +134,7 @@ def attention_encoder_decoder_diagram(S: int = 4, T: int = 3):
     x_dec = [x_enc[-1] + 1.25 + t * step for t in range(T)]
     fig, ax = _canvas(max(x_dec[-1] + 0.75, 5.6), 3.9)
     y_in, y_rnn, y_ctx, y_out, w, h = 0.35, 1.55, 2.55, 3.2, 0.52, 0.40
-    for i, x in enumerate(x_enc):
-        _box(ax, x, y_rnn, w, h, f"$h_{i + 1}$", FILL["rnn"])
-        _note(ax, x, y_in, f"$x_{i + 1}$")
-        _arrow(ax, (x, y_in + 0.15), (x, y_rnn - h / 2))
-        if i:
-            _arrow(ax, (x_enc[i - 1] + w / 2, y_rnn), (x - w / 2, y_rnn))
+    _rnn_encoder(ax, x_enc, y_in, y_rnn, w, h)
     for t, x in enumerate(x_dec):
         x_c = x - 0.16                                  # c_t sits above its decoder step, left of the output
         for x_h in x_enc:                               # one weight alpha_{t,i} per line
