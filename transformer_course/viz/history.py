@@ -122,7 +122,6 @@ def plot_layer_paths(n: int = 8, kernel: int = 2):
     return fig
 
 
-
 def attention_encoder_decoder_diagram(S: int = 4, T: int = 3):
     """The encoder-decoder of `encoder_decoder_diagram` with attention: every encoder state h_i stays in a
     memory, and each decoder step t reads its own context c_t, a weighted average of all of them (thin lines:
